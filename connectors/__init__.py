@@ -1,0 +1,1 @@
+"""cdrhouse: Contact Center API v4 -> Parquet lake + DuckDB warehouse."""
