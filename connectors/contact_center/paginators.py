@@ -1,0 +1,204 @@
+"""Paginators, one module, one base class (the dlt shape: init, validate, update, has_next).
+
+- `OffsetPaginator`: `limit` + `offset` for every list endpoint, with the endpoint's bound.
+- `CursorPaginator`: CDRs. Follows `metadata.next_cursor`, refuses a repeated cursor, always
+  sends `offset=<records received>` with the cursor so that the server's invalid-cursor fallback
+  to offset paging continues at the right record, detects a fallback that went wrong (the page
+  overlaps the previous one), and knows offset paging ends at 10,000 records.
+
+A paginator never touches HTTP: the client asks it for query parameters, reads a `PageInfo`
+from the body (`read_page_info`, lazily with simdjson, no Python object per record), lets the
+paginator `validate` it inside the retry loop (a bad page is re-requested), then `update`s it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import simdjson
+
+from connectors.contact_center.errors import InvalidBodyError, PaginationError
+
+OFFSET_WINDOW = 10_000  # the spec: offset paging (no cursor) covers the first 10,000 CDRs
+_ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """What paging needs from one list response; the records themselves stay in the body."""
+
+    count: int
+    total: int | None
+    next_cursor: str | None = None
+    first_id: str | None = None
+    last_id: str | None = None
+    first_started_at: str | None = None
+    last_started_at: str | None = None
+
+
+def _as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInfo:
+    """Read count, total and next_cursor (and the first/last record keys when `keys`).
+
+    Raises InvalidBodyError (retriable) when the body is not JSON or lacks the list array.
+    """
+    try:
+        doc = simdjson.Parser().parse(body)
+    except ValueError as exc:
+        raise InvalidBodyError(f"list body is not valid JSON ({str(exc)[:60]})") from None
+    if not isinstance(doc, simdjson.Object):
+        raise InvalidBodyError("list body is not a JSON object")
+    items = doc.get(list_key)
+    if not isinstance(items, simdjson.Array):
+        raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
+    meta = doc.get("metadata")
+    total: int | None = None
+    cursor: str | None = None
+    if isinstance(meta, simdjson.Object):
+        raw_total = meta.get("total")
+        if raw_total is not None and (not isinstance(raw_total, int) or isinstance(raw_total, bool)):
+            raise InvalidBodyError(f"metadata.total is not an integer: {raw_total!r}")
+        total = raw_total
+        cursor = _as_str(meta.get("next_cursor")) or None
+    count = len(items)
+    first_id = last_id = first_at = last_at = None
+    if keys and count:
+        first, last = items[0], items[count - 1]
+        if isinstance(first, simdjson.Object) and isinstance(last, simdjson.Object):
+            first_id, last_id = _as_str(first.get("id")), _as_str(last.get("id"))
+            first_at, last_at = _as_str(first.get("started_at")), _as_str(last.get("started_at"))
+    return PageInfo(count, total, cursor, first_id, last_id, first_at, last_at)
+
+
+class Paginator:
+    """Base class: query parameters out, page info in, `has_next` decides."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        self.limit = limit
+        self.received = 0
+        self.pages = 0
+        self.total: int | None = None
+        self.has_next = True
+
+    def params(self) -> dict[str, str | int]:
+        """Query parameters for the next request."""
+        raise NotImplementedError
+
+    def validate(self, info: PageInfo) -> None:
+        """Raise before the page is accepted; a RetriableAPIError makes the client re-request."""
+        if info.count > self.limit:
+            raise PaginationError(f"page holds {info.count} records, more than limit={self.limit}")
+        if info.total is not None and info.total < 0:
+            raise PaginationError(f"metadata.total is negative ({info.total})")
+
+    def update(self, info: PageInfo) -> None:
+        """Accept the page and decide whether there is another one."""
+        self.received += info.count
+        self.pages += 1
+        if info.total is not None:
+            self.total = info.total
+
+
+class OffsetPaginator(Paginator):
+    """`limit`/`offset` paging, bounded by the endpoint's `max_limit`."""
+
+    def __init__(self, limit: int | None, max_limit: int, *, offset: int = 0) -> None:
+        super().__init__(min(limit or max_limit, max_limit))
+        if offset < 0:
+            raise ValueError("offset must be >= 0")
+        self.offset = offset
+
+    def params(self) -> dict[str, str | int]:
+        return {"limit": self.limit, "offset": self.offset + self.received}
+
+    def update(self, info: PageInfo) -> None:
+        super().update(info)
+        if info.count == 0:
+            self.has_next = False
+        elif self.total is not None:
+            # total wins over a short page: a server may cap limit below what we asked.
+            self.has_next = self.offset + self.received < self.total
+        else:
+            self.has_next = info.count >= self.limit
+
+
+class CursorPaginator(Paginator):
+    """CDR paging by `metadata.next_cursor`, with offset as the fallback's continuation."""
+
+    def __init__(self, limit: int, *, verify_totals: bool = True) -> None:
+        super().__init__(limit)
+        self.cursor: str | None = None
+        self.verify_totals = verify_totals
+        self._seen: set[str] = set()
+        self._window_first_id: str | None = None
+        self._last_id: str | None = None
+        self._last_started_at: str | None = None
+
+    def params(self) -> dict[str, str | int]:
+        if self.cursor is None and self.received >= OFFSET_WINDOW:
+            raise PaginationError(
+                f"the server stopped returning cursors after {self.received} records and offset "
+                f"paging ends at {OFFSET_WINDOW}; use a smaller sub_window"
+            )
+        params: dict[str, str | int] = {"limit": self.limit, "offset": self.received}
+        if self.cursor is not None:
+            params["cursor"] = self.cursor
+        return params
+
+    def validate(self, info: PageInfo) -> None:
+        super().validate(info)
+        if info.next_cursor is not None and info.next_cursor in self._seen:
+            raise PaginationError(
+                f"the server returned cursor {info.next_cursor[:16]}... twice; stopping to avoid "
+                "an endless loop"
+            )
+        if self._overlaps(info):
+            # Invalid-cursor fallback that did not continue where we were: ask again.
+            raise InvalidBodyError(
+                "CDR page overlaps the previous page (cursor fallback to a wrong offset)"
+            )
+
+    def _overlaps(self, info: PageInfo) -> bool:
+        if self.pages == 0 or info.count == 0:
+            return False
+        if info.first_id is not None and info.first_id in (self._window_first_id, self._last_id):
+            return True
+        before, after = self._last_started_at, info.first_started_at
+        # Only compare well-formed timestamps: corrupt records must not look like an overlap.
+        return bool(
+            before and after and _ISO_MS.match(before) and _ISO_MS.match(after) and after < before
+        )
+
+    def update(self, info: PageInfo) -> None:
+        super().update(info)
+        if self.pages == 1:
+            self._window_first_id = info.first_id
+        if info.count:
+            self._last_id = info.last_id
+            self._last_started_at = info.last_started_at
+        if info.next_cursor is not None:
+            self._seen.add(info.next_cursor)
+        self.cursor = info.next_cursor
+        if info.count == 0:
+            self.has_next = False
+        elif self.cursor is not None:
+            self.has_next = True
+        else:
+            # No cursor: offset paging continues while the total says there is more.
+            self.has_next = self.total is not None and self.received < self.total
+        if not self.has_next:
+            self._check_total()
+
+    def _check_total(self) -> None:
+        if self.verify_totals and self.total is not None and self.received != self.total:
+            raise PaginationError(
+                f"received {self.received} CDRs but metadata.total says {self.total}; the "
+                "server's metadata is inconsistent (retry the window, or set verify_totals=False)"
+            )
