@@ -171,8 +171,8 @@ def render(
     for key in DEFAULTS:
         out[key] = copy.deepcopy(full[key])
     vm = full.get("amd_voicemail_message")
-    if isinstance(vm, dict):
-        ref = vm.get("voice_message_id")
+    if isinstance(vm, dict) and "voice_message_id" in vm:
+        ref = vm["voice_message_id"]
         found = voice_messages.get(ref) if isinstance(ref, int) else None
         resolved = None if found is None else {"type": found.get("type"), "name": found.get("name")}
         out["amd_voicemail_message"] = {"enabled": vm.get("enabled"), "voice_message": resolved}

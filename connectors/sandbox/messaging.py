@@ -42,7 +42,7 @@ from connectors.sandbox.fieldcheck import (
 SMS_CONTENT_TYPES: Final = ("text", "canned_message")
 MESSAGE_CONTENT_TYPES: Final = ("text", "audio", "document", "image", "video", "voice")
 CONVERSATION_CHANNELS: Final = ("whatsapp",)
-SMS_PRICE_PER_SEGMENT: Final = Decimal("0.0450")
+SMS_PRICE_PER_SEGMENT: Final = Decimal("0.0650")
 
 # GSM 03.38 basic set (one septet each) and its extension table (two septets each).
 _GSM_BASIC: Final = frozenset(
@@ -128,7 +128,11 @@ def _sms_message(
     if canned is None:
         errs.add(join(path, "canned_message_id"), MISSING_REF)
         return "", None
-    template = str(canned.get("content") or canned.get("text") or canned.get("body") or "")
+    if params_ok:
+        for key in canned.get("params") or ():
+            if key not in params:
+                errs.add(join(path, f"params.{key}"), "is required")
+    template = str(canned.get("body") or "")
     return render_template(template, params if params_ok else {}), canned
 
 

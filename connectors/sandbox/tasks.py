@@ -7,8 +7,8 @@ Choices for what the spec leaves "not shown" (see docs/sandbox.md):
   "scheduled", created_at}}``. ``scheduled_at`` must be in the future.
 - POST /tasks/webhook_failures/{id}/retrigger (and the mapping's GET
   /tasks/webhooks/failures/{id}/retrigger) answers 200 ``{"webhook_failure": {...}}`` with
-  ``status: "retriggered"``, ``retriggered_at`` and ``retrigger_count``; retriggering again is
-  allowed (the hook is simply sent again).
+  ``retriggered_at`` set and ``attempts`` incremented; retriggering again is allowed (the hook
+  is simply sent again).
 """
 
 from __future__ import annotations
@@ -90,7 +90,6 @@ def new_callback(
 
 def retrigger(failure: dict[str, Any], *, now: datetime) -> dict[str, Any]:
     """Mark a webhook failure as sent again (mutates and returns it)."""
-    failure["status"] = "retriggered"
     failure["retriggered_at"] = iso_ms(now)
-    failure["retrigger_count"] = int(failure.get("retrigger_count") or 0) + 1
+    failure["attempts"] = int(failure.get("attempts") or 0) + 1
     return failure
