@@ -1,23 +1,333 @@
-"""The `cdrhouse` command: `sandbox`, `ingest`, `sql` and `demo`."""
+"""The `cdrhouse` command: `sandbox`, `ingest`, `sql` and `demo`.
+
+`ingest` runs the very Dagster jobs the UI and the schedule run (`execute_in_process`, one run
+per partition, then one snapshot run), against `DagsterInstance.get()` when `DAGSTER_HOME` is
+set (so the runs show in the UI) and an ephemeral instance otherwise. Environment variables are
+read here and in `definitions.py` only.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import dagster as dg
+
+from pipelines.definitions import (
+    CDR_JOB,
+    SNAPSHOT_JOB,
+    build_defs,
+    resources_from_env,
+    start_date_from_env,
+)
+from pipelines.partitions import partition_keys
+from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+from pipelines.sensors import failure_summary, summary_line, write_failure_summary
+
+DEMO_DAYS = 7
+# Dagster's own console logs are for the UI; the CLI prints one line per run instead.
+QUIET_RUN_CONFIG: Mapping[str, Any] = {
+    "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
+}
+VERBOSE_RUN_CONFIG: Mapping[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+DEMO_QUERY = """
+select type, count(*) as cdrs, sum(cost) as total_cost,
+       round(avg(epoch(ended_at) - epoch(started_at)), 1) as avg_seconds
+from cdrs group by type order by cdrs desc
+""".strip()
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2, no traceback."""
+
+
+@dataclass
+class RunLine:
+    """What one run did, for the progress display and the tests."""
+
+    label: str
+    success: bool
+    seconds: float
+    rows: dict[str, int] = field(default_factory=dict)
+    checks_failed: list[str] = field(default_factory=list)
+    checks_warned: list[str] = field(default_factory=list)
+    checks_total: int = 0
+    failure: str | None = None
+
+
+@dataclass
+class IngestReport:
+    runs: list[RunLine] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return all(r.success and not r.checks_failed for r in self.runs)
+
+
+def parse_day(text: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{flag} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-11-20") from None
+
+
+def validate_range(start: date, end: date, today: date) -> None:
+    """`[start, end)` must hold at least one complete UTC day, none of them today or later."""
+    if end <= start:
+        raise CliError(f"--end {end} must be after --start {start} (the range is [start, end))")
+    if end > today:
+        raise CliError(
+            f"--end {end} is beyond today ({today} UTC): only complete days can be ingested, "
+            f"so the latest possible --end is {today}"
+        )
+
+
+def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
+    line = RunLine(label=label, success=result.success, seconds=seconds)
+    for event in result.get_asset_materialization_events():
+        mat = event.asset_materialization
+        if mat is None:
+            continue
+        rows = mat.metadata.get("dagster/row_count")
+        if rows is not None:
+            line.rows[mat.asset_key.to_user_string()] = int(getattr(rows, "value", rows))
+    for check in result.get_asset_check_evaluations():
+        line.checks_total += 1
+        if not check.passed:
+            name = f"{check.asset_key.to_user_string()}:{check.check_name}"
+            if check.severity == dg.AssetCheckSeverity.WARN:
+                line.checks_warned.append(name)
+            else:
+                line.checks_failed.append(name)
+    return line
+
+
+def _format(line: RunLine) -> str:
+    main = [k for k in ("raw_cdrs", "cdrs", "cdr_quarantine") if k in line.rows]
+    shown = main or sorted(line.rows)[:4]
+    rows = "  ".join(f"{k}={line.rows[k]:,}" for k in shown)
+    passed = line.checks_total - len(line.checks_failed) - len(line.checks_warned)
+    checks = f"checks {passed}/{line.checks_total} passed" if line.checks_total else ""
+    status = "ok  " if line.success and not line.checks_failed else "FAIL"
+    text = f"{status} {line.label:<12} {rows}  {checks}  {line.seconds:.1f}s"
+    if line.checks_warned:
+        text += f"\n     warning: {', '.join(line.checks_warned)}"
+    if line.checks_failed:
+        text += f"\n     failed checks: {', '.join(line.checks_failed)}"
+    if line.failure:
+        text += f"\n     {line.failure}"
+    return text
+
+
+def run_ingest(
+    defs: dg.Definitions,
+    keys: Sequence[str],
+    *,
+    instance: dg.DagsterInstance,
+    data_dir: Path,
+    snapshots: bool = True,
+    verbose: bool = False,
+    out: TextIO = sys.stdout,
+    on_run: Callable[[RunLine], None] | None = None,
+) -> IngestReport:
+    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
+    run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
+    report = IngestReport()
+    plan: list[tuple[str, str, str | None]] = [(k, CDR_JOB, k) for k in keys]
+    if snapshots:
+        plan.append(("snapshots", SNAPSHOT_JOB, None))
+    for label, job_name, partition in plan:
+        begun = time.perf_counter()
+        result = defs.resolve_job_def(job_name).execute_in_process(
+            run_config=dict(run_config),
+            instance=instance,
+            partition_key=partition,
+            raise_on_error=False,
+        )
+        line = _summarize(label, result, time.perf_counter() - begun)
+        if not result.success:
+            run = instance.get_run_by_id(result.run_id)
+            assert run is not None
+            failures = [e for e in result.all_events if e.is_step_failure]
+            summary = failure_summary(run, failures)
+            path = write_failure_summary(data_dir, summary)
+            line.failure = f"{summary_line(summary)}\n     details: {path}"
+            for step in summary["failed_steps"]:
+                line.failure += f"\n     {step['message']}"
+        report.runs.append(line)
+        print(_format(line), file=out, flush=True)
+        if on_run is not None:
+            on_run(line)
+        if not result.success:
+            break
+    return report
+
+
+def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:
+    if env.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral()
+
+
+def _data_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
+
+
+def cmd_ingest(
+    start: date,
+    end: date,
+    env: Mapping[str, str],
+    *,
+    snapshots: bool = True,
+    verbose: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    today = datetime.now(UTC).date()
+    validate_range(start, end, today)
+    # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
+    first_day = min(start_date_from_env(env), start)
+    contact_center, warehouse = resources_from_env(env, first_day)
+    defs = build_defs(
+        contact_center=contact_center,
+        warehouse=warehouse,
+        start_date=first_day,
+        lookback_days=DEFAULT_LOOKBACK_DAYS,
+    )
+    keys = partition_keys(start, end)
+    source = (
+        "the bundled sandbox (in-process; set CC_API_BASE_URL for a real cluster)"
+        if not env.get("CC_API_BASE_URL")
+        else env["CC_API_BASE_URL"]
+    )
+    data_dir = _data_dir(env)
+    print(
+        f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} into {data_dir}",
+        file=out,
+        flush=True,
+    )
+    with _instance(env) as instance:
+        report = run_ingest(
+            defs,
+            keys,
+            instance=instance,
+            data_dir=data_dir,
+            snapshots=snapshots,
+            verbose=verbose,
+            out=out,
+        )
+    if not report.success:
+        failed = [r.label for r in report.runs if not r.success or r.checks_failed]
+        print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
+        return 1
+    rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
+    print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / 'warehouse.duckdb'}", file=out)
+    return 0
+
+
+def _table_counts(database: Path) -> list[tuple[str, int]]:
+    import duckdb
+
+    from models.tables import ALL_TABLES
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        return [
+            (t.name, int(con.execute(f'select count(*) from "{t.name}"').fetchone()[0]))  # type: ignore[index]
+            for t in ALL_TABLES
+        ]
+
+
+def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO = sys.stdout) -> int:
+    """Ingest the last `days` complete days from the sandbox, then show what landed."""
+    import duckdb
+
+    today = datetime.now(UTC).date()
+    demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
+    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
+    if code != 0:
+        return code
+    database = _data_dir(env) / "warehouse.duckdb"
+    print("\nrow counts per table:", file=out)
+    for name, rows in _table_counts(database):
+        print(f"  {name:<24} {rows:>10,}", file=out)
+    print(f"\nexample analyst query:\n{DEMO_QUERY}\n", file=out)
+    with duckdb.connect(str(database), read_only=True) as con:
+        cursor = con.execute(DEMO_QUERY)
+        names = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall()
+    widths = [max(len(str(x)) for x in [n, *(r[i] for r in rows)]) for i, n in enumerate(names)]
+    print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
+    for row in rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cdrhouse", description=__doc__)
+    parser = argparse.ArgumentParser(prog="cdrhouse", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="ingest the last 7 days from the sandbox and query them")
+
+    ingest = sub.add_parser("ingest", help="materialize CDR days [start, end) and the snapshots")
+    ingest.add_argument("--start", required=True, help="first day, YYYY-MM-DD (UTC)")
+    ingest.add_argument("--end", required=True, help="day after the last one, YYYY-MM-DD")
+    ingest.add_argument(
+        "--no-snapshots", action="store_true", help="only the CDR partitions, no snapshots"
+    )
+    ingest.add_argument("--verbose", action="store_true", help="show Dagster's run logs")
+
+    demo = sub.add_parser("demo", help="ingest the last 7 days from the sandbox and query them")
+    demo.add_argument("--days", type=int, default=DEMO_DAYS, help="days to ingest (default 7)")
+
+    sandbox = sub.add_parser("sandbox", help="run the bundled API sandbox on a port")
+    try:
+        from connectors.sandbox import cli as sandbox_cli
+
+        sandbox_cli.add_arguments(sandbox)
+    except ImportError:  # pragma: no cover - only while the sandbox CLI is absent
+        pass
+
+    sql = sub.add_parser("sql", help="query the warehouse with SQL")
+    try:
+        from warehouse import cli as warehouse_cli
+
+        warehouse_cli.add_arguments(sql)
+    except ImportError:  # pragma: no cover
+        pass
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
     args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        print("cdrhouse demo: will ingest the last 7 days from the bundled sandbox (not built yet)")
-    return 0
+    try:
+        if args.command == "ingest":
+            start = parse_day(args.start, "--start")
+            end = parse_day(args.end, "--end")
+            return cmd_ingest(
+                start, end, env, snapshots=not args.no_snapshots, verbose=args.verbose
+            )
+        if args.command == "demo":
+            return cmd_demo(env, days=args.days)
+        if args.command == "sandbox":
+            from connectors.sandbox import cli as sandbox_cli
+
+            return int(sandbox_cli.run(args))
+        if args.command == "sql":
+            from warehouse import cli as warehouse_cli
+
+            return int(warehouse_cli.run(args, _data_dir(env)))
+    except CliError as exc:
+        print(f"cdrhouse: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cdrhouse: interrupted", file=sys.stderr)
+        return 130
+    return 2
 
 
 if __name__ == "__main__":

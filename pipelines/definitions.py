@@ -1,7 +1,113 @@
-"""The Dagster code location of cdrhouse: combines assets, checks, schedules and resources."""
+"""The Dagster code location of cdrhouse: combines assets, checks, schedules and resources.
+
+`build_defs()` takes explicit settings (tests and the CLI call it); the module-level `defs`, which
+`dagster dev` loads, reads them from the environment. This module and the CLI are the only places
+that read environment variables:
+
+- `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s so the key never
+  appears in run config; unset base URL means the bundled sandbox, in-process.
+- `CDRHOUSE_DATA_DIR` (default `./data`), `CDRHOUSE_LAKE_URI` (default `file://<data>/lake`).
+- `CDRHOUSE_START_DATE` (first daily partition), `CDRHOUSE_LOOKBACK_DAYS` (nightly lookback).
+- `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from datetime import date
+
 import dagster as dg
 
-defs = dg.Definitions()
+from pipelines.assets import (
+    CDR_GROUP,
+    SNAPSHOT_GROUP,
+    api_retry_policy,
+    build_cdr_assets,
+    build_snapshot_assets,
+)
+from pipelines.checks import build_cdr_checks, build_snapshot_checks
+from pipelines.partitions import DEFAULT_START_DATE, daily_partitions
+from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
+from pipelines.sensors import failure_summary_sensor
+
+CDR_JOB = "cdr_daily"
+SNAPSHOT_JOB = "snapshots"
+
+
+def build_defs(
+    *,
+    contact_center: ContactCenterResource,
+    warehouse: WarehouseResource,
+    start_date: date = DEFAULT_START_DATE,
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    retry_policy: dg.RetryPolicy | None = None,
+) -> dg.Definitions:
+    """The whole code location for the given resources and partition start."""
+    partitions_def = daily_partitions(start_date)
+    retry = retry_policy or api_retry_policy()
+    cdr_assets = build_cdr_assets(partitions_def, retry)
+    snapshot_assets = build_snapshot_assets(retry)
+    cdr_keys = [key for a in cdr_assets for key in a.keys]
+    snapshot_keys = [key for a in snapshot_assets for key in a.keys]
+    cdr_job = dg.define_asset_job(
+        CDR_JOB,
+        selection=dg.AssetSelection.groups(CDR_GROUP),
+        partitions_def=partitions_def,
+        description="One UTC day of CDRs: fetch, normalize, check.",
+    )
+    snapshot_job = dg.define_asset_job(
+        SNAPSHOT_JOB,
+        selection=dg.AssetSelection.groups(SNAPSHOT_GROUP),
+        description="Snapshots of users, routing, campaigns, numbers and the balance.",
+    )
+    return dg.Definitions(
+        assets=[*cdr_assets, *snapshot_assets],
+        asset_checks=[*build_cdr_checks(partitions_def), *build_snapshot_checks()],
+        jobs=[cdr_job, snapshot_job],
+        schedules=[build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days)],
+        sensors=[failure_summary_sensor],
+        resources={"contact_center": contact_center, "warehouse": warehouse},
+    )
+
+
+def _env_or_none(name: str, env: Mapping[str, str]) -> dg.EnvVar | None:
+    # An EnvVar of an unset variable fails at resource init; unset must mean "sandbox".
+    return dg.EnvVar(name) if env.get(name) else None
+
+
+def resources_from_env(
+    env: Mapping[str, str], start_date: date
+) -> tuple[ContactCenterResource, WarehouseResource]:
+    """The resources as configured by the environment (see the module docstring)."""
+    contact_center = ContactCenterResource(
+        base_url=_env_or_none("CC_API_BASE_URL", env),  # type: ignore[arg-type]
+        api_key=_env_or_none("CC_API_KEY", env),  # type: ignore[arg-type]
+        sandbox_start_date=start_date.isoformat(),
+        sandbox_cdrs_per_day=int(env.get("CDRHOUSE_SANDBOX_CDRS_PER_DAY") or 2000),
+    )
+    warehouse = WarehouseResource(
+        data_dir=env.get("CDRHOUSE_DATA_DIR") or "data",
+        lake_uri=env.get("CDRHOUSE_LAKE_URI") or None,
+    )
+    return contact_center, warehouse
+
+
+def start_date_from_env(env: Mapping[str, str]) -> date:
+    value = env.get("CDRHOUSE_START_DATE")
+    return date.fromisoformat(value) if value else DEFAULT_START_DATE
+
+
+def defs_from_env(env: Mapping[str, str]) -> dg.Definitions:
+    start_date = start_date_from_env(env)
+    contact_center, warehouse = resources_from_env(env, start_date)
+    return build_defs(
+        contact_center=contact_center,
+        warehouse=warehouse,
+        start_date=start_date,
+        lookback_days=int(env.get("CDRHOUSE_LOOKBACK_DAYS") or DEFAULT_LOOKBACK_DAYS),
+    )
+
+
+defs = defs_from_env(os.environ)

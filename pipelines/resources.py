@@ -1,0 +1,153 @@
+"""Dagster resources: the Contact Center API client and the lake/warehouse location.
+
+`ContactCenterResource` talks to a real cluster when `base_url` is set, and otherwise to the
+bundled sandbox in-process (same seed, same data in every process). Neither resource reads the
+environment: `definitions.py` and the CLI pass values in, so a test can build them directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+from warehouse.duck import build_warehouse
+
+from connectors.contact_center import ClientSettings, ContactCenterClient
+from connectors.sandbox import Sandbox, SandboxConfig
+from connectors.sandbox.config import DEFAULT_API_KEY
+from pipelines.partitions import DEFAULT_START_DATE
+from warehouse.lake import Lake
+
+SANDBOX_BASE_URL = "http://127.0.0.1"
+
+# One sandbox per dataset shape per process: building its dimensions is not free, and every
+# asset of a run (and the checks) must see the very same data.
+_SANDBOXES: dict[tuple[int, int, date, int], Sandbox] = {}
+_SANDBOX_LOCK = threading.Lock()
+
+
+def shared_sandbox(seed: int, cdrs_per_day: int, start: date, days: int) -> Sandbox:
+    """The process-wide sandbox for this dataset shape (built on first use)."""
+    key = (seed, cdrs_per_day, start, days)
+    with _SANDBOX_LOCK:
+        if key not in _SANDBOXES:
+            config = SandboxConfig(
+                seed=seed, cdrs_per_day=cdrs_per_day, start_date=start, days=days
+            )
+            _SANDBOXES[key] = Sandbox(config)
+        return _SANDBOXES[key]
+
+
+class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The Contact Center API v4, or the bundled sandbox when `base_url` is not set."""
+
+    base_url: str | None = Field(
+        default=None, description="https://<cluster_id>.<service_domain>; unset = the sandbox."
+    )
+    api_key: str | None = Field(
+        default=None, description="Scoped v4 API key (from CC_API_KEY); unset = sandbox key."
+    )
+    page_size: int = Field(default=1000, description="CDR page size (max 1000).")
+    concurrency: int = Field(default=8, description="Parallel CDR sub-windows per partition.")
+    rate_limit_rps: float | None = Field(default=None, description="Client-side request rate.")
+    max_attempts: int = Field(default=6, description="Attempts per request inside the client.")
+    max_retry_s: float = Field(default=60.0, description="Retry budget per request.")
+    sandbox_seed: int = Field(default=7, description="Sandbox dataset seed.")
+    sandbox_cdrs_per_day: int = Field(default=2000, description="Sandbox CDRs per day.")
+    sandbox_start_date: str | None = Field(
+        default=None, description="First sandbox day (YYYY-MM-DD); default: partitions start."
+    )
+
+    def __repr__(self) -> str:
+        # The default pydantic repr would print the key.
+        return f"ContactCenterResource(base_url={self.base_url!r}, api_key=<redacted>)"
+
+    @property
+    def uses_sandbox(self) -> bool:
+        return not self.base_url
+
+    def sandbox(self) -> Sandbox:
+        """The in-process sandbox, covering from its start date up to today (UTC)."""
+        start = date.fromisoformat(self.sandbox_start_date or DEFAULT_START_DATE.isoformat())
+        days = max(1, (datetime.now(UTC).date() - start).days + 1)
+        return shared_sandbox(self.sandbox_seed, self.sandbox_cdrs_per_day, start, days)
+
+    def settings(self) -> ClientSettings:
+        key = self.api_key or (DEFAULT_API_KEY if self.uses_sandbox else "")
+        if not key:
+            raise dg.Failure(
+                description="CC_API_BASE_URL is set but CC_API_KEY is not: set CC_API_KEY to a "
+                "v4 API key with the reporting/users/routing/campaigns/numbers/billing scopes.",
+                allow_retries=False,
+            )
+        values: dict[str, Any] = {
+            "base_url": self.base_url or SANDBOX_BASE_URL,
+            "api_key": key,
+            "page_size": self.page_size,
+            "concurrency": self.concurrency,
+            "rate_limit_rps": self.rate_limit_rps,
+            "max_attempts": self.max_attempts,
+            "max_retry_s": self.max_retry_s,
+            # Reconciliation of counts against metadata.total is the blocking asset check's
+            # job, where it is visible in the UI, not an exception deep in the client.
+            "verify_totals": False,
+        }
+        return ClientSettings(**values)
+
+    @asynccontextmanager
+    async def client(
+        self, log: logging.Logger | dg.DagsterLogManager
+    ) -> AsyncIterator[ContactCenterClient]:
+        """An open client; against the sandbox when no base URL is configured."""
+        settings = self.settings()
+        if self.uses_sandbox:
+            sandbox = self.sandbox()
+            log.info(
+                "CC_API_BASE_URL is not set: using the bundled sandbox in-process "
+                f"(seed={self.sandbox_seed}, cdrs_per_day={self.sandbox_cdrs_per_day})"
+            )
+            async with ContactCenterClient(settings, transport=sandbox.transport()) as client:
+                yield client
+        else:
+            log.info(f"Using the Contact Center API at {settings.base_url}")
+            async with ContactCenterClient(settings) as client:
+                yield client
+
+
+class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """Where the Parquet lake and `warehouse.duckdb` live (CDRHOUSE_DATA_DIR, default ./data)."""
+
+    data_dir: str = Field(default="data", description="Holds lake/ and warehouse.duckdb.")
+    lake_uri: str | None = Field(
+        default=None, description="Lake root URI; default file://<data_dir>/lake."
+    )
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).resolve()
+
+    @property
+    def resolved_lake_uri(self) -> str:
+        return self.lake_uri or (self.data_path / "lake").as_uri()
+
+    def lake(self) -> Lake:
+        return Lake(self.resolved_lake_uri)
+
+    def refresh_warehouse(self) -> Path:
+        """Rebuild `warehouse.duckdb` (views only, atomic rename): never blocks an analyst."""
+        self.data_path.mkdir(parents=True, exist_ok=True)
+        build_warehouse(self.data_path)
+        return self.data_path / "warehouse.duckdb"
+
+
+def utc_now() -> datetime:
+    """Now in UTC, truncated to milliseconds (the warehouse's timestamp precision)."""
+    now = datetime.now(UTC)
+    return now - timedelta(microseconds=now.microsecond % 1000)

@@ -1,0 +1,64 @@
+"""The nightly schedule: yesterday, a lookback of N earlier days, and fresh snapshots.
+
+At 01:00 UTC the previous day is complete. CDRs can still arrive late or be revised (cost is
+settled after the call), so the previous `lookback_days` partitions are re-materialized too;
+re-materializing replaces a partition whole, so this is idempotent. Each partition is its own
+run (a failure of one day does not hide the others), plus one run for the snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+
+DEFAULT_LOOKBACK_DAYS = 3
+NIGHTLY_CRON = "0 1 * * *"
+
+
+def nightly_partition_keys(
+    scheduled: datetime, lookback_days: int, partitions_def: dg.PartitionsDefinition[str]
+) -> list[str]:
+    """Yesterday and the `lookback_days` days before it (oldest first), if they exist."""
+    yesterday = scheduled.astimezone(UTC).date() - timedelta(days=1)
+    wanted = [(yesterday - timedelta(days=i)).isoformat() for i in range(lookback_days, -1, -1)]
+    existing = set(partitions_def.get_partition_keys(current_time=scheduled))
+    return [key for key in wanted if key in existing]
+
+
+def build_nightly_schedule(
+    partitions_def: dg.PartitionsDefinition[str],
+    cdr_assets: Sequence[dg.AssetKey],
+    snapshot_assets: Sequence[dg.AssetKey],
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+) -> dg.ScheduleDefinition:
+    """The 01:00 UTC schedule over the CDR partitions and the snapshot assets."""
+
+    @dg.schedule(
+        name="nightly",
+        cron_schedule=NIGHTLY_CRON,
+        execution_timezone="UTC",
+        target=dg.AssetSelection.assets(*cdr_assets, *snapshot_assets),
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"Yesterday's CDRs plus a {lookback_days}-day lookback, and the snapshots.",
+    )
+    def nightly(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+        scheduled = context.scheduled_execution_time or datetime.now(UTC)
+        tick = scheduled.astimezone(UTC).date().isoformat()
+        requests = [
+            dg.RunRequest(
+                run_key=f"{tick}:cdrs:{key}",
+                partition_key=key,
+                asset_selection=list(cdr_assets),
+                tags={"cdrhouse/lookback": str(key != keys[-1]).lower()},
+            )
+            for keys in [nightly_partition_keys(scheduled, lookback_days, partitions_def)]
+            for key in keys
+        ]
+        requests.append(
+            dg.RunRequest(run_key=f"{tick}:snapshots", asset_selection=list(snapshot_assets))
+        )
+        return requests
+
+    return nightly
