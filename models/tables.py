@@ -1,0 +1,472 @@
+"""Warehouse table specs: the single source for lake schemas, DuckDB empty views and the docs.
+
+Every lake table is one `TableSpec`. Normalization casts to `spec.polars_schema()`, the lake
+writes `spec.arrow_schema()`, the DuckDB builder makes an empty typed view from the spec when a
+table has no files yet, and `warehouse.dictionary` renders the specs into `docs/warehouse.md`.
+
+The partition column (`date` or `snapshot_date`) is part of the spec but is **not** stored in the
+Parquet files: it lives in the hive path (`date=2026-11-20/`) and readers add it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import polars as pl
+
+PartitionKey = Literal["date", "snapshot_date"]
+
+# Money and unit prices: exact decimals, never floats.
+MONEY = pl.Decimal(18, 6)
+TS = pl.Datetime("ms", "UTC")
+S = pl.String()
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType
+    description: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    description: str
+    grain: str
+    primary_key: tuple[str, ...]
+    partition_key: PartitionKey | None
+    columns: tuple[Column, ...]
+    kind: Literal["fact", "snapshot"] = "fact"
+    # Snapshot tables: the natural key used for history (valid_from/valid_to).
+    history_key: tuple[str, ...] = field(default=())
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def polars_schema(self, *, with_partition: bool = True) -> pl.Schema:
+        return pl.Schema(
+            [
+                (c.name, c.dtype)
+                for c in self.columns
+                if with_partition or c.name != self.partition_key
+            ]
+        )
+
+    def file_schema(self) -> pl.Schema:
+        """Schema of the Parquet files (no partition column: it is in the path)."""
+        return self.polars_schema(with_partition=False)
+
+    def arrow_schema(self, *, with_partition: bool = False) -> Any:
+        """pyarrow schema of the Parquet files (pyarrow is untyped, hence Any)."""
+        empty = pl.DataFrame(schema=self.polars_schema(with_partition=with_partition))
+        return empty.to_arrow().schema
+
+    def empty(self) -> pl.DataFrame:
+        return pl.DataFrame(schema=self.polars_schema())
+
+
+def _c(name: str, dtype: pl.DataType, description: str) -> Column:
+    return Column(name, dtype, description)
+
+
+def _ref(prefix: str, what: str, id_dtype: pl.DataType = pl.Int64()) -> list[Column]:
+    """Columns of a referenced object (queue, campaign, flow, canned message)."""
+    return [
+        _c(f"{prefix}_id", id_dtype, f"{what} id."),
+        _c(f"{prefix}_name", S, f"{what} name now (as the API returned it with the CDR)."),
+        _c(f"{prefix}_name_snapshot", S, f"{what} name at the time of the interaction."),
+        _c(f"{prefix}_deleted", pl.Boolean(), f"True when the {what.lower()} has been deleted."),
+    ]
+
+
+def _endpoint(side: str) -> list[Column]:
+    return [
+        _c(f"{side}_type", S, f"`{side}` endpoint type: phone_number or channel_account."),
+        _c(f"{side}_phone_number", S, f"`{side}` phone number (E.164 without +)."),
+        _c(f"{side}_channel_account_id", S, f"`{side}` channel account id (UUID)."),
+        _c(f"{side}_channel", S, f"`{side}` channel account channel, e.g. whatsapp."),
+        _c(f"{side}_identifier", S, f"`{side}` channel account identifier."),
+        _c(f"{side}_account_name", S, f"`{side}` channel account data.name."),
+        _c(f"{side}_account_username", S, f"`{side}` channel account data.username."),
+        _c(f"{side}_name_snapshot", S, f"`{side}` channel account name at the time."),
+        _c(f"{side}_deleted", pl.Boolean(), f"`{side}` channel account deleted flag."),
+    ]
+
+
+DATE = _c("date", pl.Date(), "UTC day of started_at; the hive partition (date=YYYY-MM-DD).")
+EXTRA = _c("extra", S, "JSON object of fields the spec does not know (null when none).")
+
+# Common columns repeated on every per-type table so reporting views need no join to `cdrs`.
+_TYPE_COMMON = [
+    _c("id", S, "CDR id (UUID); same as cdrs.id."),
+    _c("subtype", S, "CDR subtype."),
+    _c("disposition", S, "CDR disposition."),
+    _c("user_id", S, "Agent id (UUID)."),
+    _c("user_name_snapshot", S, "Agent name at the time of the interaction."),
+    _c("cost", MONEY, "Cost of the interaction, exact decimal."),
+    _c("started_at", TS, "Start (UTC, ms)."),
+    _c("ended_at", TS, "End (UTC, ms)."),
+]
+
+_CDR_GRAIN = "one row per CDR id (latest revision)"
+
+RAW_CDRS = TableSpec(
+    name="raw_cdrs",
+    description="Every CDR exactly as the API returned it, one JSON string per record.",
+    grain="one row per CDR record fetched (a partition is re-fetched whole, so unique by id)",
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        _c("id", S, "CDR id as sent (null if missing)."),
+        _c("type", S, "CDR type as sent."),
+        _c("started_at_raw", S, "started_at exactly as sent."),
+        _c("record", S, "The full record as minified JSON; unknown fields included."),
+        DATE,
+    ),
+)
+
+CDRS = TableSpec(
+    name="cdrs",
+    description="The CDR fact table: common fields of every CDR, from/to and user flattened.",
+    grain=_CDR_GRAIN,
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        _c("id", S, "CDR id (UUID)."),
+        _c("type", S, "call, conversation, hlr_lookup, sms (or a type the spec does not know)."),
+        _c("subtype", S, "e.g. outbound, whatsapp, hlr_lookup, outbound_sms."),
+        _c("disposition", S, "e.g. answered, archived, available, sent."),
+        *_endpoint("from"),
+        *_endpoint("to"),
+        _c("user_id", S, "Agent id (UUID)."),
+        _c("user_name", S, "Agent name as returned with the CDR."),
+        _c("user_email", S, "Agent email."),
+        _c("user_name_snapshot", S, "Agent name at the time of the interaction."),
+        _c("user_deleted", pl.Boolean(), "True when the agent has been deleted."),
+        _c("cost", MONEY, "Cost, exact decimal (18,6)."),
+        _c("tags", pl.List(S), "Event tags, e.g. conference, whisper."),
+        _c("started_at", TS, "Start (UTC, ms)."),
+        _c("ended_at", TS, "End (UTC, ms)."),
+        _c("data", S, "Raw `data` JSON, kept only for CDR types the spec does not know."),
+        EXTRA,
+        DATE,
+    ),
+)
+
+CDR_CALLS = TableSpec(
+    name="cdr_calls",
+    description="Call CDRs: every field of the spec's call `data` as a typed column.",
+    grain=_CDR_GRAIN,
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        *_TYPE_COMMON,
+        *_ref("queue", "Queue"),
+        *_ref("campaign", "Campaign"),
+        _c("destination_country", S, "Destination country code."),
+        _c("duration_overall", pl.Float64(), "durations.overall, seconds."),
+        _c("duration_dialing", pl.Float64(), "durations.dialing, seconds."),
+        _c("duration_ivr", pl.Float64(), "durations.ivr, seconds."),
+        _c("duration_queue", pl.Float64(), "durations.queue (queue wait), seconds."),
+        _c("duration_talk", pl.Float64(), "durations.talk, seconds."),
+        _c("duration_hold", pl.Float64(), "durations.hold, seconds."),
+        _c("end_reason", S, "Why the call ended."),
+        _c("wrapup_code_snapshot", S, "Wrap-up code at the time."),
+        _c("summary", S, "Call summary text."),
+        _c("conversation_score", pl.Float64(), "Conversation score."),
+        _c("mos", pl.Float64(), "Mean opinion score."),
+        _c("mos_tc", pl.Float64(), "MOS (tc)."),
+        EXTRA,
+        DATE,
+    ),
+)
+
+
+def _sla(name: str) -> list[Column]:
+    return [
+        _c(f"sla_{name}_value", pl.Float64(), f"service_level_agreements.{name}.value."),
+        _c(f"sla_{name}_status", S, f"service_level_agreements.{name}.status (met/breached)."),
+    ]
+
+
+CDR_CONVERSATIONS = TableSpec(
+    name="cdr_conversations",
+    description="Conversation CDRs (chat, WhatsApp, ...): typed `data` fields.",
+    grain=_CDR_GRAIN,
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        *_TYPE_COMMON,
+        _c("channel", S, "Conversation channel."),
+        *_ref("flow", "Flow", S),
+        *_ref("queue", "Queue"),
+        _c("wrapup_code_snapshot", S, "Wrap-up code at the time."),
+        _c("duration_overall", pl.Float64(), "durations.overall, seconds."),
+        _c("duration_queue", pl.Float64(), "durations.queue, seconds."),
+        _c("duration_talk", pl.Float64(), "durations.talk, seconds."),
+        *_sla("first_response"),
+        *_sla("resolution"),
+        *_sla("avg_reply"),
+        EXTRA,
+        DATE,
+    ),
+)
+
+CDR_SMS = TableSpec(
+    name="cdr_sms",
+    description="SMS CDRs: typed `data` fields.",
+    grain=_CDR_GRAIN,
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        *_TYPE_COMMON,
+        _c("sent", pl.Boolean(), "True when the SMS was sent."),
+        _c("segments_count", pl.Int64(), "Number of SMS segments."),
+        _c("message", S, "Message text."),
+        *_ref("canned_message", "Canned message"),
+        _c("related_call_id", S, "related_call.id (UUID)."),
+        EXTRA,
+        DATE,
+    ),
+)
+
+CDR_HLR_LOOKUPS = TableSpec(
+    name="cdr_hlr_lookups",
+    description="HLR lookup CDRs: typed `data` fields.",
+    grain=_CDR_GRAIN,
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        *_TYPE_COMMON,
+        _c("reachable", pl.Boolean(), "Number reachable."),
+        _c("roaming", pl.Boolean(), "Number roaming."),
+        _c("related_call_id", S, "related_call.id (UUID)."),
+        EXTRA,
+        DATE,
+    ),
+)
+
+CDR_QUARANTINE = TableSpec(
+    name="cdr_quarantine",
+    description="CDRs with a wrong type (e.g. string cost, unparseable timestamp); kept whole.",
+    grain="one row per quarantined CDR id",
+    primary_key=("id",),
+    partition_key="date",
+    columns=(
+        _c("id", S, "CDR id as sent."),
+        _c("type", S, "CDR type as sent."),
+        _c("started_at_raw", S, "started_at as sent."),
+        _c("reason", S, "Why the record was quarantined (; separated)."),
+        _c("record", S, "The full record JSON."),
+        DATE,
+    ),
+)
+
+_SNAP = [
+    _c("snapshot_at", TS, "When the snapshot was taken (UTC, ms)."),
+    _c("snapshot_date", pl.Date(), "UTC day of the snapshot; the hive partition."),
+]
+
+
+def _snapshot(
+    name: str,
+    description: str,
+    grain: str,
+    key: tuple[str, ...],
+    columns: list[Column],
+) -> TableSpec:
+    return TableSpec(
+        name=name,
+        description=description,
+        grain=f"{grain} per snapshot_date",
+        primary_key=("snapshot_date", *key),
+        partition_key="snapshot_date",
+        columns=(*columns, *_SNAP),
+        kind="snapshot",
+        history_key=key,
+    )
+
+
+def _idname(what: str) -> list[Column]:
+    return [_c("id", pl.Int64(), f"{what} id."), _c("name", S, f"{what} name."), EXTRA]
+
+
+def _bridge(name: str, left: str, right: str, desc: str, more: list[Column] = []) -> TableSpec:  # noqa: B006
+    lname, rname = left.split("_")[0], right.split("_")[0]
+    return _snapshot(
+        name,
+        desc,
+        f"one row per ({left}, {right})",
+        (left, right),
+        [
+            _c(left, S if left == "user_id" else pl.Int64(), f"{lname.title()} id."),
+            _c(right, S if right == "user_id" else pl.Int64(), f"{rname.title()} id."),
+            _c(f"{rname}_name", S, f"{rname.title()} name at snapshot time."),
+            *more,
+        ],
+    )
+
+
+USERS = _snapshot(
+    "users",
+    "Users (agents), active and deleted together.",
+    "one row per user id",
+    ("id",),
+    [
+        _c("id", S, "User id (UUID)."),
+        _c("name", S, "Name."),
+        _c("email", S, "Email."),
+        _c("sip_account", S, "SIP account username@domain."),
+        _c("extension", S, "Extension."),
+        _c("caller_id", S, "Caller id phone number."),
+        _c("employee_id", S, "Employee id."),
+        _c("timezone", S, "IANA time zone."),
+        _c("security_access_group_id", pl.Int64(), "Security access group id."),
+        _c("security_access_group_name", S, "Security access group name."),
+        _c("webrtc_ringtone_type", S, "WebRTC ringtone type."),
+        _c("webrtc_ringtone_name", S, "WebRTC ringtone name."),
+        _c("channels", pl.List(S), "Channel names (voice, chat, whatsapp)."),
+        _c("channel_group_capacity", S, "JSON object: channel group -> capacity."),
+        _c("channel_profiles", S, "JSON array of channel profiles."),
+        _c("speech_language", S, "Speech language code."),
+        _c("status", S, "Status, e.g. available."),
+        _c("created_at", TS, "Created (UTC)."),
+        _c("updated_at", TS, "Updated (UTC)."),
+        _c("deleted_at", TS, "Deleted (UTC); null for active users."),
+        _c("deleted", pl.Boolean(), "True when listed by /users/deleted."),
+        EXTRA,
+    ],
+)
+
+USER_TEAMS = _bridge("user_teams", "user_id", "team_id", "User to team membership (from users).")
+USER_SUPERVISED_TEAMS = _bridge(
+    "user_supervised_teams", "user_id", "team_id", "Teams a user supervises (from users)."
+)
+USER_QUEUES = _bridge(
+    "user_queues", "user_id", "queue_id", "User to queue membership (from users)."
+)
+USER_SUPERVISED_QUEUES = _bridge(
+    "user_supervised_queues", "user_id", "queue_id", "Queues a user supervises (from users)."
+)
+USER_SKILLS = _bridge(
+    "user_skills",
+    "user_id",
+    "skill_id",
+    "User skills with level (from users).",
+    [_c("value", pl.Int64(), "Skill level.")],
+)
+QUEUES = _snapshot("queues", "Routing queues.", "one row per queue id", ("id",), _idname("Queue"))
+SKILLS = _snapshot("skills", "Routing skills.", "one row per skill id", ("id",), _idname("Skill"))
+TEAMS = _snapshot("teams", "Teams.", "one row per team id", ("id",), _idname("Team"))
+QUEUE_MEMBERS = _bridge(
+    "queue_members", "queue_id", "user_id", "Queue members (from /routing/queues/{id}/users)."
+)
+QUEUE_SUPERVISORS = _bridge(
+    "queue_supervisors", "queue_id", "user_id", "Queue supervisors (/queues/{id}/supervisors)."
+)
+TEAM_MEMBERS = _bridge(
+    "team_members", "team_id", "user_id", "Team members (from /teams/{id}/users)."
+)
+TEAM_SUPERVISORS = _bridge(
+    "team_supervisors", "team_id", "user_id", "Team supervisors (team supervisors list)."
+)
+CAMPAIGNS = _snapshot(
+    "campaigns",
+    "Outbound dialer campaigns; configuration beyond the typed columns is in `extra`.",
+    "one row per campaign id",
+    ("id",),
+    [
+        _c("id", pl.Int64(), "Campaign id."),
+        _c("name", S, "Name."),
+        _c("status", S, "Status, e.g. running, paused, stopped, completed."),
+        _c("strategy", S, "simple or predictive_ai."),
+        _c("dial_level", pl.Float64(), "Dial level."),
+        _c("max_dial_attempts", pl.Int64(), "Max dial attempts."),
+        _c("amd_enabled", pl.Boolean(), "Answering machine detection on."),
+        _c("follow_up_mode", S, "timer or lowest_attempts."),
+        EXTRA,
+    ],
+)
+NUMBERS = _snapshot(
+    "numbers",
+    "Purchased phone numbers with exact pricing.",
+    "one row per number id",
+    ("id",),
+    [
+        _c("id", pl.Int64(), "Number id."),
+        _c("phone_number", S, "Phone number (E.164 without +)."),
+        _c("label", S, "Label."),
+        _c("type", S, "e.g. geographic."),
+        _c("country", S, "Country."),
+        _c("city", S, "City."),
+        _c("channels", pl.Int64(), "Channels purchased."),
+        _c("provider", S, "Provider name."),
+        _c("activation_fee", MONEY, "pricing.activation_fee, exact."),
+        _c("monthly_fee", MONEY, "pricing.monthly_fee, exact."),
+        _c("partial_month_fee", MONEY, "pricing.partial_month_fee, exact."),
+        _c("price_per_min", MONEY, "pricing.price_per_min, exact."),
+        _c("caller_id_group_ids", pl.List(pl.Int64()), "Ids of the caller ID groups."),
+        _c("flow_id", S, "Flow id when assigned to a flow."),
+        _c("flow_name", S, "Flow name."),
+        _c("created_at", TS, "Created (UTC)."),
+        EXTRA,
+    ],
+)
+CALLER_ID_GROUPS = _snapshot(
+    "caller_id_groups",
+    "Caller ID groups.",
+    "one row per group id",
+    ("id",),
+    _idname("Caller ID group"),
+)
+BALANCE_SNAPSHOTS = _snapshot(
+    "balance_snapshots",
+    "Account balance as read at each snapshot.",
+    "one row",
+    (),
+    [
+        _c("amount", pl.Decimal(24, 6), "Balance, exact decimal."),
+        _c("amount_raw", S, "Balance string exactly as the API sent it."),
+    ],
+)
+
+CDR_TABLES: tuple[TableSpec, ...] = (
+    RAW_CDRS,
+    CDRS,
+    CDR_CALLS,
+    CDR_CONVERSATIONS,
+    CDR_SMS,
+    CDR_HLR_LOOKUPS,
+    CDR_QUARANTINE,
+)
+SNAPSHOT_TABLES: tuple[TableSpec, ...] = (
+    USERS,
+    USER_TEAMS,
+    USER_SUPERVISED_TEAMS,
+    USER_QUEUES,
+    USER_SUPERVISED_QUEUES,
+    USER_SKILLS,
+    QUEUES,
+    QUEUE_MEMBERS,
+    QUEUE_SUPERVISORS,
+    SKILLS,
+    TEAMS,
+    TEAM_MEMBERS,
+    TEAM_SUPERVISORS,
+    CAMPAIGNS,
+    NUMBERS,
+    CALLER_ID_GROUPS,
+    BALANCE_SNAPSHOTS,
+)
+ALL_TABLES: tuple[TableSpec, ...] = CDR_TABLES + SNAPSHOT_TABLES
+TABLES: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
+# Per-type tables keyed by the CDR `type` value they hold.
+TYPE_TABLES: dict[str, TableSpec] = {
+    "call": CDR_CALLS,
+    "conversation": CDR_CONVERSATIONS,
+    "sms": CDR_SMS,
+    "hlr_lookup": CDR_HLR_LOOKUPS,
+}

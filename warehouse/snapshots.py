@@ -1,0 +1,280 @@
+"""Typed snapshot frames from JSON-ready dicts (the API's shapes, e.g. `model_dump(mode="json")`).
+
+Dimensions are small (hundreds of rows), so building them row by row in Python is fine. Every
+frame carries `snapshot_at` (when it was read) and `snapshot_date` (its hive partition); fields
+the spec does not know go to an `extra` JSON column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import orjson
+import polars as pl
+
+from models.tables import (
+    BALANCE_SNAPSHOTS,
+    CALLER_ID_GROUPS,
+    CAMPAIGNS,
+    NUMBERS,
+    QUEUE_MEMBERS,
+    QUEUE_SUPERVISORS,
+    QUEUES,
+    SKILLS,
+    TEAM_MEMBERS,
+    TEAM_SUPERVISORS,
+    TEAMS,
+    USER_QUEUES,
+    USER_SKILLS,
+    USER_SUPERVISED_QUEUES,
+    USER_SUPERVISED_TEAMS,
+    USER_TEAMS,
+    USERS,
+    TableSpec,
+)
+
+Row = dict[str, Any]
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
+
+_USER_KNOWN = {
+    "id",
+    "name",
+    "email",
+    "sip_account",
+    "extension",
+    "caller_id",
+    "employee_id",
+    "timezone",
+    "security_access_group",
+    "teams",
+    "supervised_teams",
+    "queues",
+    "supervised_queues",
+    "webrtc_ringtone",
+    "channels",
+    "channel_group_capacity",
+    "channel_profiles",
+    "speech_language",
+    "skills",
+    "status",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+}
+
+
+def _utc_ms(at: dt.datetime) -> dt.datetime:
+    if at.tzinfo is None:
+        raise ValueError("snapshot_at must be timezone-aware (UTC)")
+    at = at.astimezone(dt.UTC)
+    return at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def _extra(record: Mapping[str, Any], known: Iterable[str]) -> str | None:
+    rest = {k: v for k, v in record.items() if k not in set(known)}
+    return orjson.dumps(rest).decode() if rest else None
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else None
+
+
+def _frame(spec: TableSpec, rows: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    """Rows (timestamps as ISO strings) -> a frame of exactly the spec's schema."""
+    at = _utc_ms(snapshot_at)
+    schema = spec.polars_schema()
+    ts_cols = [n for n, t in schema.items() if t == pl.Datetime("ms", "UTC") and n != "snapshot_at"]
+    money = [n for n, t in schema.items() if isinstance(t, pl.Decimal)]
+    build = {
+        n: (pl.String() if n in ts_cols or n in money else t)
+        for n, t in schema.items()
+        if n not in ("snapshot_at", "snapshot_date")
+    }
+    df = pl.DataFrame(rows, schema=build, orient="row" if not rows else None, strict=False)
+    return df.with_columns(
+        *[
+            pl.col(c).str.to_datetime(_TS_FORMAT, time_unit="ms", time_zone="UTC", strict=False)
+            for c in ts_cols
+        ],
+        *[pl.col(c).cast(schema[c], strict=False) for c in money],
+        pl.lit(at).cast(pl.Datetime("ms", "UTC")).alias("snapshot_at"),
+        pl.lit(at.date()).alias("snapshot_date"),
+    ).select(spec.column_names)
+
+
+def _id_name_rows(records: list[Row]) -> list[Row]:
+    return [
+        {"id": r.get("id"), "name": r.get("name"), "extra": _extra(r, ("id", "name"))}
+        for r in records
+    ]
+
+
+def users_frames(
+    active: list[Row], deleted: list[Row], snapshot_at: dt.datetime
+) -> dict[str, pl.DataFrame]:
+    """`users` (active and deleted together) and the bridge tables built from the user records."""
+    users: list[Row] = []
+    bridges: dict[str, list[Row]] = {
+        t.name: [] for t in (USER_TEAMS, USER_SUPERVISED_TEAMS, USER_QUEUES, USER_SUPERVISED_QUEUES)
+    }
+    skills: list[Row] = []
+    # A user listed as deleted wins over an active copy (deleted list is read second).
+    by_id: dict[Any, tuple[Row, bool]] = {u.get("id"): (u, False) for u in active}
+    by_id.update({u.get("id"): (u, True) for u in deleted})
+    for uid, (u, is_deleted) in by_id.items():
+        sag, ring = u.get("security_access_group"), u.get("webrtc_ringtone")
+        users.append(
+            {
+                **{k: u.get(k) for k in USERS.column_names if k in _USER_KNOWN},
+                "security_access_group_id": _get(sag, "id"),
+                "security_access_group_name": _get(sag, "name"),
+                "webrtc_ringtone_type": _get(ring, "type"),
+                "webrtc_ringtone_name": _get(ring, "name"),
+                "channel_group_capacity": _json(u.get("channel_group_capacity")),
+                "channel_profiles": _json(u.get("channel_profiles")),
+                "deleted": is_deleted,
+                "extra": _extra(u, _USER_KNOWN),
+            }
+        )
+        for field, table, col in (
+            ("teams", USER_TEAMS, "team"),
+            ("supervised_teams", USER_SUPERVISED_TEAMS, "team"),
+            ("queues", USER_QUEUES, "queue"),
+            ("supervised_queues", USER_SUPERVISED_QUEUES, "queue"),
+        ):
+            for ref in u.get(field) or []:
+                bridges[table.name].append(
+                    {"user_id": uid, f"{col}_id": _get(ref, "id"), f"{col}_name": _get(ref, "name")}
+                )
+        for s in u.get("skills") or []:
+            skill = _get(s, "skill")
+            skills.append(
+                {
+                    "user_id": uid,
+                    "skill_id": _get(skill, "id"),
+                    "skill_name": _get(skill, "name"),
+                    "value": _get(s, "value"),
+                }
+            )
+    out = {USERS.name: _frame(USERS, users, snapshot_at)}
+    for table in (USER_TEAMS, USER_SUPERVISED_TEAMS, USER_QUEUES, USER_SUPERVISED_QUEUES):
+        out[table.name] = _frame(table, bridges[table.name], snapshot_at)
+    out[USER_SKILLS.name] = _frame(USER_SKILLS, skills, snapshot_at)
+    return out
+
+
+def _members(
+    spec: TableSpec, group_col: str, members: Mapping[int, list[Row]], at: dt.datetime
+) -> pl.DataFrame:
+    rows = [
+        {group_col: gid, "user_id": u.get("id"), "user_name": u.get("name")}
+        for gid, users in members.items()
+        for u in users
+    ]
+    return _frame(spec, rows, at)
+
+
+def queues_frames(
+    queues: list[Row],
+    members: Mapping[int, list[Row]],
+    supervisors: Mapping[int, list[Row]],
+    snapshot_at: dt.datetime,
+) -> dict[str, pl.DataFrame]:
+    return {
+        QUEUES.name: _frame(QUEUES, _id_name_rows(queues), snapshot_at),
+        QUEUE_MEMBERS.name: _members(QUEUE_MEMBERS, "queue_id", members, snapshot_at),
+        QUEUE_SUPERVISORS.name: _members(QUEUE_SUPERVISORS, "queue_id", supervisors, snapshot_at),
+    }
+
+
+def teams_frames(
+    teams: list[Row],
+    members: Mapping[int, list[Row]],
+    supervisors: Mapping[int, list[Row]],
+    snapshot_at: dt.datetime,
+) -> dict[str, pl.DataFrame]:
+    return {
+        TEAMS.name: _frame(TEAMS, _id_name_rows(teams), snapshot_at),
+        TEAM_MEMBERS.name: _members(TEAM_MEMBERS, "team_id", members, snapshot_at),
+        TEAM_SUPERVISORS.name: _members(TEAM_SUPERVISORS, "team_id", supervisors, snapshot_at),
+    }
+
+
+def skills_frame(skills: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    return _frame(SKILLS, _id_name_rows(skills), snapshot_at)
+
+
+def caller_id_groups_frame(groups: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    return _frame(CALLER_ID_GROUPS, _id_name_rows(groups), snapshot_at)
+
+
+_CAMPAIGN_TYPED = (
+    "id",
+    "name",
+    "status",
+    "strategy",
+    "dial_level",
+    "max_dial_attempts",
+    "amd_enabled",
+    "follow_up_mode",
+)
+
+
+def campaigns_frame(campaigns: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    rows = [
+        {**{k: c.get(k) for k in _CAMPAIGN_TYPED}, "extra": _extra(c, _CAMPAIGN_TYPED)}
+        for c in campaigns
+    ]
+    return _frame(CAMPAIGNS, rows, snapshot_at)
+
+
+_NUMBER_KNOWN = (
+    "id",
+    "phone_number",
+    "label",
+    "type",
+    "country",
+    "city",
+    "channels",
+    "provider",
+    "pricing",
+    "caller_id_groups",
+    "flow",
+    "created_at",
+)
+_PRICES = ("activation_fee", "monthly_fee", "partial_month_fee", "price_per_min")
+
+
+def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    rows: list[Row] = []
+    for n in numbers:
+        pricing, flow = n.get("pricing"), n.get("flow")
+        row = {k: n.get(k) for k in _NUMBER_KNOWN if k in NUMBERS.column_names}
+        # Prices stay strings until the Decimal cast in _frame: exact, never via float.
+        row.update({p: _decimal_text(_get(pricing, p)) for p in _PRICES})
+        row["caller_id_group_ids"] = [_get(g, "id") for g in n.get("caller_id_groups") or []]
+        row["flow_id"], row["flow_name"] = _get(flow, "id"), _get(flow, "name")
+        row["extra"] = _extra(n, _NUMBER_KNOWN)
+        rows.append(row)
+    return _frame(NUMBERS, rows, snapshot_at)
+
+
+def _decimal_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(Decimal(str(value)))
+    except InvalidOperation:
+        return None
+
+
+def balance_frame(amount: str, snapshot_at: dt.datetime) -> pl.DataFrame:
+    row = {"amount": _decimal_text(amount), "amount_raw": str(amount)}
+    return _frame(BALANCE_SNAPSHOTS, [row], snapshot_at)
