@@ -6,8 +6,6 @@ multi-asset reads that partition back batch by batch and writes the typed tables
 day. Every API-calling asset is in the `contact_center_api` pool (limit in dagster.yaml).
 """
 
-from __future__ import annotations
-
 import asyncio
 import time
 from collections.abc import Iterator, Mapping, Sequence

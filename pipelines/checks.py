@@ -6,8 +6,6 @@ during the fetch) and is blocking; these run after normalization. Snapshot check
 latest snapshot of each table.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any

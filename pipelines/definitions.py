@@ -54,7 +54,6 @@ def build_defs(
     cdr_job = dg.define_asset_job(
         CDR_JOB,
         selection=dg.AssetSelection.groups(CDR_GROUP),
-        partitions_def=partitions_def,
         description="One UTC day of CDRs: fetch, normalize, check.",
     )
     snapshot_job = dg.define_asset_job(

@@ -17,9 +17,8 @@ from typing import Any
 
 import dagster as dg
 from pydantic import Field
-from warehouse.duck import build_warehouse
 
-from connectors.contact_center import ClientSettings, ContactCenterClient
+from connectors.contact_center.settings import ClientSettings
 from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from pipelines.partitions import DEFAULT_START_DATE
@@ -106,6 +105,9 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self, log: logging.Logger | dg.DagsterLogManager
     ) -> AsyncIterator[ContactCenterClient]:
         """An open client; against the sandbox when no base URL is configured."""
+        # Imported here so that loading the definitions never needs the HTTP stack.
+        from connectors.contact_center import ContactCenterClient
+
         settings = self.settings()
         if self.uses_sandbox:
             sandbox = self.sandbox()
@@ -142,6 +144,8 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def refresh_warehouse(self) -> Path:
         """Rebuild `warehouse.duckdb` (views only, atomic rename): never blocks an analyst."""
+        from warehouse.duck import build_warehouse
+
         self.data_path.mkdir(parents=True, exist_ok=True)
         build_warehouse(self.data_path)
         return self.data_path / "warehouse.duckdb"

@@ -6,8 +6,6 @@ re-materializing replaces a partition whole, so this is idempotent. Each partiti
 run (a failure of one day does not hide the others), plus one run for the snapshots.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 

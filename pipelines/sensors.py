@@ -6,8 +6,6 @@ without reading a stack trace. It is written to `<data_dir>/failures/<run_id>.js
 writes the same file for runs it executes in-process.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 import os

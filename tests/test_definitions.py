@@ -1,9 +1,107 @@
+"""The whole code location loads, and its asset keys, jobs and checks are pinned."""
+
+from datetime import date
+
 import dagster as dg
 
-from pipelines.definitions import defs
+from pipelines.definitions import build_defs, defs, defs_from_env, resources_from_env
+from pipelines.resources import ContactCenterResource, WarehouseResource
+
+CDR_ASSETS = {
+    "raw_cdrs",
+    "cdrs",
+    "cdr_calls",
+    "cdr_conversations",
+    "cdr_sms",
+    "cdr_hlr_lookups",
+    "cdr_quarantine",
+}
+SNAPSHOT_ASSETS = {
+    "users",
+    "user_teams",
+    "user_supervised_teams",
+    "user_queues",
+    "user_supervised_queues",
+    "user_skills",
+    "queues",
+    "queue_members",
+    "queue_supervisors",
+    "skills",
+    "teams",
+    "team_members",
+    "team_supervisors",
+    "campaigns",
+    "numbers",
+    "caller_id_groups",
+    "balance_snapshots",
+}
 
 
-def test_definitions_load() -> None:
+def test_definitions_load_and_pin_asset_keys() -> None:
     assert isinstance(defs, dg.Definitions)
     repo = defs.get_repository_def()
-    assert repo.name
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert keys == CDR_ASSETS | SNAPSHOT_ASSETS
+    jobs = {j.name for j in repo.get_all_jobs()}
+    assert {"cdr_daily", "snapshots"} <= jobs
+    assert repo.get_schedule_def("nightly").cron_schedule == "0 1 * * *"
+    assert repo.get_sensor_def("failure_summary_sensor")
+    checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
+    assert ("raw_cdrs", "row_count_matches_api_total") in checks
+    assert ("cdrs", "cdrs_users_known") in checks
+    assert ("balance_snapshots", "balance_is_decimal") in checks
+    assert len(checks) == 15
+
+
+def test_api_assets_share_one_pool_and_have_policies() -> None:
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    api_assets = {"raw_cdrs"} | SNAPSHOT_ASSETS
+    for name in CDR_ASSETS | SNAPSHOT_ASSETS:
+        node = graph.get(dg.AssetKey(name))
+        assets_def = node.assets_def
+        pools = {op.pool for op in assets_def.node_def.iterate_op_defs()}
+        assert pools == ({"contact_center_api"} if name in api_assets else {None}), name
+        assert node.freshness_policy is not None, name
+        policy = assets_def.op.retry_policy
+        assert policy is not None and policy.backoff == dg.Backoff.EXPONENTIAL, name
+        assert policy.jitter == dg.Jitter.PLUS_MINUS
+    raw = graph.get(dg.AssetKey("raw_cdrs")).assets_def
+    assert raw.backfill_policy == dg.BackfillPolicy.multi_run(1)
+
+
+def test_unset_env_means_sandbox_and_set_env_uses_envvar(monkeypatch) -> None:
+    contact_center, warehouse = resources_from_env({}, date(2026, 10, 1))
+    assert contact_center.uses_sandbox
+    assert contact_center.base_url is None and contact_center.api_key is None
+    assert warehouse.data_dir == "data"
+    assert warehouse.resolved_lake_uri.startswith(
+        "file://"
+    ) and warehouse.resolved_lake_uri.endswith("/data/lake")
+
+    # Set: the values come in as EnvVar (the key never sits in run config) and resolve at init.
+    monkeypatch.setenv("CC_API_BASE_URL", "https://acme.example.com")
+    monkeypatch.setenv("CC_API_KEY", "k-123")
+    import os
+
+    unresolved, _ = resources_from_env(os.environ, date(2026, 10, 1))
+    assert isinstance(unresolved.api_key, dg.EnvVar)
+    resource = unresolved.process_config_and_initialize()
+    assert isinstance(resource, ContactCenterResource)
+    assert resource.base_url == "https://acme.example.com"
+    assert resource.api_key == "k-123"
+    assert not resource.uses_sandbox
+    assert "k-123" not in repr(resource)
+    assert defs_from_env(os.environ).get_repository_def()
+
+
+def test_start_date_moves_the_first_partition(tmp_path) -> None:
+    built = build_defs(
+        contact_center=ContactCenterResource(),
+        warehouse=WarehouseResource(data_dir=str(tmp_path)),
+        start_date=date(2026, 11, 1),
+    )
+    job = built.resolve_job_def("cdr_daily")
+    assert job.partitions_def is not None
+    keys = job.partitions_def.get_partition_keys()
+    assert keys[0] == "2026-11-01"
