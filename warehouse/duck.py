@@ -1,0 +1,181 @@
+"""`warehouse.duckdb`: views only, over the Parquet lake, rebuilt into a temp file and swapped.
+
+Why views in a swapped file:
+* the file holds no data, so partitions written by concurrent runs show up without any DuckDB
+  write at all;
+* the rebuild writes a *new* file and `os.replace`s it, so the pipeline never takes DuckDB's
+  lock on the file an analyst holds open (their connection keeps the old inode; a new connection
+  sees the new views). Concurrent rebuilds are safe: each writes its own temp file, last wins.
+
+What it exposes:
+* every CDR lake table under its own name (`cdrs`, `cdr_calls`, ...);
+* every snapshot lake table as `<name>_snapshots` (all days), `<name>` (latest snapshot) and
+  `<name>_history` (one row per version with `valid_from`/`valid_to`, built from the daily
+  snapshots); `balance_snapshots` stays as is, with `balance` as its latest row;
+* the reporting views from `warehouse/sql/*.sql`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
+from warehouse.lake import PART_FILE
+
+WAREHOUSE_FILE = "warehouse.duckdb"
+LAKE_DIR = "lake"
+SQL_DIR = Path(__file__).parent / "sql"
+SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
+
+
+def duck_type(dtype: pl.DataType) -> str:
+    """DuckDB type of a polars dtype (the ones the table specs use)."""
+    if isinstance(dtype, pl.Decimal):
+        return f"DECIMAL({dtype.precision}, {dtype.scale})"
+    if isinstance(dtype, pl.List):
+        return f"{duck_type(dtype.inner)}[]"  # type: ignore[arg-type]
+    if isinstance(dtype, pl.Datetime):
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    simple = {
+        pl.String: "VARCHAR",
+        pl.Int64: "BIGINT",
+        pl.Int32: "INTEGER",
+        pl.Float64: "DOUBLE",
+        pl.Boolean: "BOOLEAN",
+        pl.Date: "DATE",
+    }
+    for cls, name in simple.items():
+        if isinstance(dtype, cls):
+            return name
+    raise TypeError(f"no DuckDB type for {dtype}")
+
+
+def _q(ident: str) -> str:
+    return '"' + ident.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def view_name(spec: TableSpec) -> str:
+    """Name of the view over all partitions of a lake table."""
+    if spec.kind == "snapshot" and spec is not BALANCE_SNAPSHOTS:
+        return f"{spec.name}_snapshots"
+    return spec.name
+
+
+def _base_view_sql(spec: TableSpec, lake: Path) -> str:
+    table_dir = lake / spec.name
+    typed = ", ".join(
+        f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
+    )
+    if not any(table_dir.glob(f"*=*/{PART_FILE}")):
+        # No files yet: an empty view with the spec's types keeps queries valid.
+        nulls = ", ".join(
+            f"CAST(NULL AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
+        )
+        return f"SELECT {nulls} WHERE false"
+    pattern = str(table_dir.resolve() / "*" / PART_FILE)
+    hive = f"{{{_lit(spec.partition_key)}: 'DATE'}}" if spec.partition_key else "{}"
+    return (
+        f"SELECT {typed} FROM read_parquet({_lit(pattern)}, hive_partitioning = true, "
+        f"hive_types = {hive}, union_by_name = true)"
+    )
+
+
+def _current_sql(spec: TableSpec) -> str:
+    src = _q(view_name(spec))
+    return (
+        f"SELECT * EXCLUDE (snapshot_date) FROM {src} "
+        f"WHERE snapshot_date = (SELECT max(snapshot_date) FROM {src})"
+    )
+
+
+def _history_sql(spec: TableSpec) -> str:
+    """Islands of identical rows per key over consecutive snapshots -> valid_from/valid_to.
+
+    valid_to is the first snapshot date on which the version no longer held (exclusive), NULL
+    while it still holds. A key that disappears and comes back gets two versions.
+    """
+    src = _q(view_name(spec))
+    key = ", ".join(_q(k) for k in spec.history_key)
+    values = ", ".join(_q(c) for c in spec.column_names if c not in SNAPSHOT_COLUMNS)
+    return f"""
+WITH d AS (
+    SELECT snapshot_date,
+           row_number() OVER (ORDER BY snapshot_date) AS _n,
+           lead(snapshot_date) OVER (ORDER BY snapshot_date) AS _next
+    FROM (SELECT DISTINCT snapshot_date FROM {src})
+),
+x AS (
+    SELECT s.*, d._n, d._next, hash({values}) AS _h
+    FROM {src} s JOIN d USING (snapshot_date)
+),
+y AS (
+    SELECT *, _n - row_number() OVER (PARTITION BY {key}, _h ORDER BY _n) AS _grp FROM x
+),
+z AS (
+    SELECT *, min(snapshot_date) OVER (PARTITION BY {key}, _h, _grp) AS _first FROM y
+    QUALIFY row_number() OVER (PARTITION BY {key}, _h, _grp ORDER BY _n DESC) = 1
+)
+SELECT * EXCLUDE (_n, _next, _h, _grp, _first, snapshot_date, snapshot_at),
+       _first AS valid_from,
+       _next AS valid_to,
+       _next IS NULL AS is_current
+FROM z"""
+
+
+def reporting_sql_files() -> list[Path]:
+    return sorted(SQL_DIR.glob("*.sql"))
+
+
+def create_views(con: duckdb.DuckDBPyConnection, lake: Path) -> None:
+    for spec in ALL_TABLES:
+        name = view_name(spec)
+        con.execute(f"CREATE OR REPLACE VIEW {_q(name)} AS {_base_view_sql(spec, lake)}")
+        if spec.kind != "snapshot":
+            continue
+        current = "balance" if spec is BALANCE_SNAPSHOTS else spec.name
+        con.execute(f"CREATE OR REPLACE VIEW {_q(current)} AS {_current_sql(spec)}")
+        if spec.history_key:
+            con.execute(
+                f"CREATE OR REPLACE VIEW {_q(spec.name + '_history')} AS {_history_sql(spec)}"
+            )
+    for path in reporting_sql_files():
+        con.execute(path.read_text())
+
+
+def build_warehouse(data_dir: Path) -> Path:
+    """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path."""
+    data_dir = Path(data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    final = data_dir / WAREHOUSE_FILE
+    tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            create_views(con, data_dir / LAKE_DIR)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, final)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+    return final
+
+
+def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; read-only by default so it never blocks a pipeline run."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
+    return duckdb.connect(str(path), read_only=read_only)

@@ -1,0 +1,50 @@
+-- rpt_agent_performance: how did each agent perform per day?
+-- Grain: one row per (date, user_id). calls_handled = answered calls with the agent;
+-- talk/hold/wrap-up seconds are summed over those calls. The API has no wrap-up duration, so
+-- wrapup_s is derived: overall minus dialing, IVR, queue, talk and hold (never below 0).
+-- name_snapshot is the agent's name at the time (latest that day); current_name is from `users`.
+CREATE OR REPLACE VIEW rpt_agent_performance AS
+WITH calls AS (
+    SELECT
+        date,
+        user_id,
+        arg_max(user_name_snapshot, started_at) AS name_snapshot,
+        max(started_at) AS last_at,
+        count(*) AS calls_handled,
+        sum(duration_talk) AS talk_s,
+        sum(duration_hold) AS hold_s,
+        sum(greatest(duration_overall - duration_dialing - duration_ivr - duration_queue
+                     - duration_talk - duration_hold, 0)) AS wrapup_s,
+        avg(conversation_score) AS avg_conversation_score,
+        avg(mos) AS avg_mos
+    FROM cdr_calls
+    WHERE user_id IS NOT NULL AND disposition = 'answered'
+    GROUP BY ALL
+),
+convs AS (
+    SELECT
+        date,
+        user_id,
+        arg_max(user_name_snapshot, started_at) AS name_snapshot,
+        max(started_at) AS last_at,
+        count(*) AS conversations_handled
+    FROM cdr_conversations
+    WHERE user_id IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    coalesce(c.date, v.date) AS date,
+    coalesce(c.user_id, v.user_id) AS user_id,
+    CASE WHEN v.last_at IS NULL OR c.last_at >= v.last_at THEN c.name_snapshot
+         ELSE v.name_snapshot END AS name_snapshot,
+    u.name AS current_name,
+    coalesce(c.calls_handled, 0) AS calls_handled,
+    coalesce(c.talk_s, 0) AS talk_s,
+    coalesce(c.hold_s, 0) AS hold_s,
+    coalesce(c.wrapup_s, 0) AS wrapup_s,
+    c.avg_conversation_score,
+    c.avg_mos,
+    coalesce(v.conversations_handled, 0) AS conversations_handled
+FROM calls c
+FULL OUTER JOIN convs v ON c.date = v.date AND c.user_id = v.user_id
+LEFT JOIN users u ON u.id = coalesce(c.user_id, v.user_id);

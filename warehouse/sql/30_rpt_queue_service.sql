@@ -1,0 +1,56 @@
+-- rpt_queue_service: how well did each queue serve its contacts per day?
+-- Grain: one row per (date, queue_id). Calls: offered (calls routed to the queue), answered,
+-- abandoned (offered - answered), abandonment_rate, avg/max queue wait in seconds.
+-- Conversations: offered, and for each SLA kind (first_response, resolution, avg_reply) how
+-- many were met or breached (conversations without that SLA are not counted).
+CREATE OR REPLACE VIEW rpt_queue_service AS
+WITH calls AS (
+    SELECT
+        date,
+        queue_id,
+        arg_max(queue_name_snapshot, started_at) AS name_snapshot,
+        count(*) AS calls_offered,
+        count(*) FILTER (WHERE disposition = 'answered') AS calls_answered,
+        avg(duration_queue) AS avg_queue_wait_s,
+        max(duration_queue) AS max_queue_wait_s
+    FROM cdr_calls
+    WHERE queue_id IS NOT NULL
+    GROUP BY ALL
+),
+convs AS (
+    SELECT
+        date,
+        queue_id,
+        arg_max(queue_name_snapshot, started_at) AS name_snapshot,
+        count(*) AS conversations_offered,
+        count(*) FILTER (WHERE sla_first_response_status = 'met') AS first_response_met,
+        count(*) FILTER (WHERE sla_first_response_status = 'breached') AS first_response_breached,
+        count(*) FILTER (WHERE sla_resolution_status = 'met') AS resolution_met,
+        count(*) FILTER (WHERE sla_resolution_status = 'breached') AS resolution_breached,
+        count(*) FILTER (WHERE sla_avg_reply_status = 'met') AS avg_reply_met,
+        count(*) FILTER (WHERE sla_avg_reply_status = 'breached') AS avg_reply_breached
+    FROM cdr_conversations
+    WHERE queue_id IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    coalesce(c.date, v.date) AS date,
+    coalesce(c.queue_id, v.queue_id) AS queue_id,
+    coalesce(c.name_snapshot, v.name_snapshot) AS name_snapshot,
+    q.name AS current_name,
+    coalesce(c.calls_offered, 0) AS calls_offered,
+    coalesce(c.calls_answered, 0) AS calls_answered,
+    coalesce(c.calls_offered - c.calls_answered, 0) AS calls_abandoned,
+    (c.calls_offered - c.calls_answered) / nullif(c.calls_offered, 0) AS abandonment_rate,
+    c.avg_queue_wait_s,
+    c.max_queue_wait_s,
+    coalesce(v.conversations_offered, 0) AS conversations_offered,
+    coalesce(v.first_response_met, 0) AS first_response_met,
+    coalesce(v.first_response_breached, 0) AS first_response_breached,
+    coalesce(v.resolution_met, 0) AS resolution_met,
+    coalesce(v.resolution_breached, 0) AS resolution_breached,
+    coalesce(v.avg_reply_met, 0) AS avg_reply_met,
+    coalesce(v.avg_reply_breached, 0) AS avg_reply_breached
+FROM calls c
+FULL OUTER JOIN convs v ON c.date = v.date AND c.queue_id = v.queue_id
+LEFT JOIN queues q ON q.id = coalesce(c.queue_id, v.queue_id);

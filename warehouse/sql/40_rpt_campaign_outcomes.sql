@@ -1,0 +1,17 @@
+-- rpt_campaign_outcomes: what did each outbound campaign achieve per day?
+-- Grain: one row per (date, campaign_id). attempts = campaign calls, answered = disposition
+-- answered, answer_rate = answered / attempts, end_reasons = MAP end_reason -> count,
+-- cost = exact decimal sum of the calls' cost.
+CREATE OR REPLACE VIEW rpt_campaign_outcomes AS
+SELECT
+    date,
+    campaign_id,
+    arg_max(campaign_name_snapshot, started_at) AS name_snapshot,
+    count(*) AS attempts,
+    count(*) FILTER (WHERE disposition = 'answered') AS answered,
+    count(*) FILTER (WHERE disposition = 'answered') / count(*) AS answer_rate,
+    histogram(end_reason) AS end_reasons,
+    sum(cost) AS cost
+FROM cdr_calls
+WHERE campaign_id IS NOT NULL
+GROUP BY date, campaign_id;

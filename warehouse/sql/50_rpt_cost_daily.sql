@@ -1,0 +1,12 @@
+-- rpt_cost_daily: what did we spend per day, by CDR type, destination country and campaign?
+-- Grain: one row per (date, type, destination_country, campaign_id); country and campaign are
+-- only known for calls (NULL otherwise). cost is an exact DECIMAL sum, never a float.
+CREATE OR REPLACE VIEW rpt_cost_daily AS
+SELECT date, 'call' AS type, destination_country, campaign_id, count(*) AS cdrs, sum(cost) AS cost
+FROM cdr_calls
+GROUP BY ALL
+UNION ALL
+SELECT date, type, NULL AS destination_country, NULL AS campaign_id, count(*), sum(cost)
+FROM cdrs
+WHERE type <> 'call'
+GROUP BY ALL;

@@ -1,0 +1,15 @@
+-- rpt_sms_delivery: how many SMS went out per day, how many failed, how many segments, and how
+-- many used a canned template versus free text?
+-- Grain: one row per date. cost is an exact decimal sum.
+CREATE OR REPLACE VIEW rpt_sms_delivery AS
+SELECT
+    date,
+    count(*) AS sms,
+    count(*) FILTER (WHERE sent) AS sent,
+    count(*) FILTER (WHERE NOT sent) AS failed,
+    sum(segments_count) AS segments,
+    count(*) FILTER (WHERE canned_message_id IS NOT NULL) AS canned,
+    count(*) FILTER (WHERE canned_message_id IS NULL) AS free_text,
+    sum(cost) AS cost
+FROM cdr_sms
+GROUP BY date;
