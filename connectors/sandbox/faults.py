@@ -1,0 +1,262 @@
+"""Fault injection: `FaultConfig` (all off by default) and the ASGI middleware that applies it.
+
+Transport-level faults (latency, rate limit, random 429/5xx, resets, truncated, HTML and empty
+bodies, a missing list key) live in `FaultMiddleware`, apart from the routes. Data-level faults
+(late, revised, drifting and corrupt CDRs, `total_mismatch`, `cursor_invalid_rate`) change what
+the CDR endpoints serve and are applied by the CDR query layer (`cdrquery.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Fault knobs. Rates are probabilities per request (or per CDR for data faults)."""
+
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    rate_limit_rps: float | None = None
+    rate_limit_burst: int | None = None
+    retry_after_s: float | None = None
+    error_429_rate: float = 0.0
+    error_5xx_rate: float = 0.0
+    reset_rate: float = 0.0
+    truncate_rate: float = 0.0
+    html_rate: float = 0.0
+    empty_body_rate: float = 0.0
+    missing_key_rate: float = 0.0
+    total_mismatch: int = 0
+    cursor_invalid_rate: float = 0.0
+    late_rate: float = 0.0
+    late_max_minutes: int = 60
+    revise_rate: float = 0.0
+    revise_after_minutes: int = 30
+    drift_extra_field: bool = False
+    drift_unknown_type_rate: float = 0.0
+    corrupt_rate: float = 0.0
+    after_requests: int = 0
+    paths: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the admin route's body)."""
+        out = asdict(self)
+        out["paths"] = list(self.paths)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> FaultConfig:
+        """Build from a (partial) JSON dict; unknown keys raise ValueError."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(obj) - names
+        if unknown:
+            raise ValueError(f"unknown fault fields: {sorted(unknown)}")
+        values = dict(obj)
+        if "paths" in values:
+            values["paths"] = tuple(values["paths"])
+        return cls(**values)
+
+
+class InjectedReset(Exception):
+    """Raised inside the app to drop the connection (the in-process transport maps it)."""
+
+
+def unit_hash(seed: int, salt: str, key: str) -> float:
+    """A deterministic number in [0, 1) for a (seed, salt, key); drives per-record faults."""
+    digest = hashlib.blake2b(f"{seed}:{salt}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+class _TokenBucket:
+    def __init__(self, rps: float, burst: int) -> None:
+        self.rps = rps
+        self.capacity = float(burst)
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rps)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class FaultState:
+    """Mutable fault runtime: the active config, the seeded RNG, buckets, request count."""
+
+    def __init__(self, seed: int, config: FaultConfig) -> None:
+        self._seed = seed
+        self._lock = threading.Lock()
+        self.config = config
+        self.rng = random.Random(seed)
+        self.requests = 0
+        self.buckets: dict[str, _TokenBucket] = {}
+
+    def replace(self, config: FaultConfig) -> None:
+        """Swap the config; reseed so a run with the same faults repeats exactly."""
+        with self._lock:
+            self.config = config
+            self.rng = random.Random(self._seed)
+            self.requests = 0
+            self.buckets = {}
+
+    def draw(self) -> float:
+        with self._lock:
+            return self.rng.random()
+
+    def admit(self, key: str) -> bool:
+        """Token bucket per key; True when the request may proceed."""
+        cfg = self.config
+        if cfg.rate_limit_rps is None:
+            return True
+        with self._lock:
+            bucket = self.buckets.get(key)
+            if bucket is None:
+                burst = cfg.rate_limit_burst or max(1, int(cfg.rate_limit_rps))
+                bucket = self.buckets[key] = _TokenBucket(cfg.rate_limit_rps, burst)
+            return bucket.take()
+
+    def count(self) -> int:
+        with self._lock:
+            self.requests += 1
+            return self.requests
+
+
+def _applies(cfg: FaultConfig, path: str) -> bool:
+    if not path.startswith("/api/v4"):
+        return False
+    return not cfg.paths or any(path.startswith(p) for p in cfg.paths)
+
+
+def _bearer_key(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            # Hash: the bucket table must not hold the key itself.
+            return hashlib.sha256(value).hexdigest()
+    return ""
+
+
+async def _simple(send: Send, status: int, body: bytes, ctype: bytes, extra: list[Any]) -> None:
+    headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+_HTML = b"<html><head><title>Gateway</title></head><body><h1>Please wait</h1></body></html>"
+
+
+class FaultMiddleware:
+    """ASGI middleware applying the transport-level knobs of the live `FaultState`."""
+
+    def __init__(self, app: ASGIApp, state: FaultState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cfg = self.state.config
+        if scope["type"] != "http" or not _applies(cfg, scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        active = self.state.count() > cfg.after_requests
+        scope.setdefault("state", {})["faults_active"] = active
+        if not active:
+            await self.app(scope, receive, send)
+            return
+        if cfg.latency_ms or cfg.jitter_ms:
+            await asyncio.sleep((cfg.latency_ms + cfg.jitter_ms * self.state.draw()) / 1000.0)
+        if not self.state.admit(_bearer_key(scope)) or self._hit(cfg.error_429_rate):
+            extra = []
+            if cfg.retry_after_s is not None:
+                extra.append((b"retry-after", f"{cfg.retry_after_s:g}".encode()))
+            await _simple(send, 429, b'{"error":"Too many requests"}', b"application/json", extra)
+            return
+        if self._hit(cfg.error_5xx_rate):
+            status = (500, 502, 503)[int(self.state.draw() * 3)]
+            # 5xx bodies are "not shown": JSON for 500, a proxy's HTML page for 502/503.
+            if status == 500:
+                await _simple(
+                    send, 500, b'{"error":"Internal server error"}', b"application/json", []
+                )
+            else:
+                await _simple(send, status, _HTML, b"text/html", [])
+            return
+        if self._hit(cfg.reset_rate):
+            await self._reset(send)
+        if self._hit(cfg.html_rate):
+            await _simple(send, 200, _HTML, b"text/html; charset=utf-8", [])
+            return
+        if self._hit(cfg.empty_body_rate):
+            await _simple(send, 200, b"", b"application/json", [])
+            return
+        truncate = self._hit(cfg.truncate_rate)
+        missing = self._hit(cfg.missing_key_rate)
+        if not (truncate or missing):
+            await self.app(scope, receive, send)
+            return
+        await self._rewrite(scope, receive, send, truncate=truncate, missing=missing)
+
+    def _hit(self, rate: float) -> bool:
+        return rate > 0 and self.state.draw() < rate
+
+    async def _reset(self, send: Send) -> None:
+        # Start a response, send part of it, then raise: uvicorn drops the connection and the
+        # client sees an incomplete message; the in-process transport maps it to ReadError.
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"4096")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'{"cdrs":[', "more_body": True})
+        raise InjectedReset("sandbox fault: connection reset")
+
+    async def _rewrite(
+        self, scope: Scope, receive: Receive, send: Send, *, truncate: bool, missing: bool
+    ) -> None:
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, capture)
+        body = b"".join(chunks)
+        status = int(start.get("status", 200))
+        if status == 200 and missing:
+            body = _drop_list_key(body)
+        if status == 200 and truncate and len(body) > 2:
+            body = body[: len(body) // 2]
+        headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _drop_list_key(body: bytes) -> bytes:
+    """Remove the plural array (e.g. `cdrs`) from a list body, keeping `metadata`."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if isinstance(obj, dict):
+        for key in [k for k, v in obj.items() if isinstance(v, list)]:
+            del obj[key]
+    return orjson.dumps(obj)
