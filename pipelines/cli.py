@@ -92,12 +92,10 @@ def validate_range(start: date, end: date, today: date) -> None:
 def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
     line = RunLine(label=label, success=result.success, seconds=seconds)
     for event in result.get_asset_materialization_events():
-        mat = event.asset_materialization
-        if mat is None:
-            continue
+        mat = event.step_materialization_data.materialization
         rows = mat.metadata.get("dagster/row_count")
         if rows is not None:
-            line.rows[mat.asset_key.to_user_string()] = int(getattr(rows, "value", rows))
+            line.rows[mat.asset_key.to_user_string()] = int(rows.value)  # type: ignore[arg-type]
     for check in result.get_asset_check_evaluations():
         line.checks_total += 1
         if not check.passed:
@@ -260,10 +258,10 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO = sys
     with duckdb.connect(str(database), read_only=True) as con:
         cursor = con.execute(DEMO_QUERY)
         names = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchall()
-    widths = [max(len(str(x)) for x in [n, *(r[i] for r in rows)]) for i, n in enumerate(names)]
+        result = cursor.fetchall()
+    widths = [max(len(str(x)) for x in [n, *(r[i] for r in result)]) for i, n in enumerate(names)]
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
-    for row in rows:
+    for row in result:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
     return 0
 
@@ -285,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sandbox = sub.add_parser("sandbox", help="run the bundled API sandbox on a port")
     try:
-        from connectors.sandbox import cli as sandbox_cli
+        from connectors.sandbox import cli as sandbox_cli  # type: ignore[attr-defined,unused-ignore]
 
         sandbox_cli.add_arguments(sandbox)
     except ImportError:  # pragma: no cover - only while the sandbox CLI is absent
@@ -293,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sql = sub.add_parser("sql", help="query the warehouse with SQL")
     try:
-        from warehouse import cli as warehouse_cli
+        from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
 
         warehouse_cli.add_arguments(sql)
     except ImportError:  # pragma: no cover
@@ -314,11 +312,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         if args.command == "demo":
             return cmd_demo(env, days=args.days)
         if args.command == "sandbox":
-            from connectors.sandbox import cli as sandbox_cli
+            from connectors.sandbox import cli as sandbox_cli  # type: ignore[attr-defined,unused-ignore]
 
             return int(sandbox_cli.run(args))
         if args.command == "sql":
-            from warehouse import cli as warehouse_cli
+            from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
 
             return int(warehouse_cli.run(args, _data_dir(env)))
     except CliError as exc:

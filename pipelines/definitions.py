@@ -81,8 +81,8 @@ def resources_from_env(
 ) -> tuple[ContactCenterResource, WarehouseResource]:
     """The resources as configured by the environment (see the module docstring)."""
     contact_center = ContactCenterResource(
-        base_url=_env_or_none("CC_API_BASE_URL", env),  # type: ignore[arg-type]
-        api_key=_env_or_none("CC_API_KEY", env),  # type: ignore[arg-type]
+        base_url=_env_or_none("CC_API_BASE_URL", env),
+        api_key=_env_or_none("CC_API_KEY", env),
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=int(env.get("CDRHOUSE_SANDBOX_CDRS_PER_DAY") or 2000),
     )

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
@@ -23,6 +23,9 @@ from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from pipelines.partitions import DEFAULT_START_DATE
 from warehouse.lake import Lake
+
+if TYPE_CHECKING:
+    from connectors.contact_center import ContactCenterClient
 
 SANDBOX_BASE_URL = "http://127.0.0.1"
 

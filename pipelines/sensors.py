@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._utils.error import SerializableErrorInfo
+from dagster_shared.error import SerializableErrorInfo
 
 from pipelines.resources import WarehouseResource, utc_now
 
@@ -26,7 +26,7 @@ def _innermost(error: SerializableErrorInfo | None) -> SerializableErrorInfo | N
     """The user's exception behind Dagster's wrappers (DagsterExecutionStepExecutionError...)."""
     found = error
     while error is not None:
-        if not error.cls_name.startswith(_DAGSTER_ERRORS):
+        if not (error.cls_name or "").startswith(_DAGSTER_ERRORS):
             return error
         found = error
         error = error.cause or error.context

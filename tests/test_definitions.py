@@ -64,7 +64,8 @@ def test_api_assets_share_one_pool_and_have_policies() -> None:
         assert pools == ({"contact_center_api"} if name in api_assets else {None}), name
         assert node.freshness_policy is not None, name
         policy = assets_def.op.retry_policy
-        assert policy is not None and policy.backoff == dg.Backoff.EXPONENTIAL, name
+        assert policy is not None, name
+        assert policy.backoff == dg.Backoff.EXPONENTIAL, name
         assert policy.jitter == dg.Jitter.PLUS_MINUS
     raw = graph.get(dg.AssetKey("raw_cdrs")).assets_def
     assert raw.backfill_policy == dg.BackfillPolicy.multi_run(1)
@@ -73,11 +74,11 @@ def test_api_assets_share_one_pool_and_have_policies() -> None:
 def test_unset_env_means_sandbox_and_set_env_uses_envvar(monkeypatch) -> None:
     contact_center, warehouse = resources_from_env({}, date(2026, 10, 1))
     assert contact_center.uses_sandbox
-    assert contact_center.base_url is None and contact_center.api_key is None
+    assert contact_center.base_url is None
+    assert contact_center.api_key is None
     assert warehouse.data_dir == "data"
-    assert warehouse.resolved_lake_uri.startswith(
-        "file://"
-    ) and warehouse.resolved_lake_uri.endswith("/data/lake")
+    assert warehouse.resolved_lake_uri.startswith("file://")
+    assert warehouse.resolved_lake_uri.endswith("/data/lake")
 
     # Set: the values come in as EnvVar (the key never sits in run config) and resolve at init.
     monkeypatch.setenv("CC_API_BASE_URL", "https://acme.example.com")

@@ -24,7 +24,8 @@ def test_dagster_yaml_loads_with_our_settings(instance: dg.DagsterInstance, tmp_
     assert str(instance.root_directory).startswith(str(tmp_path))
     assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
     assert instance.run_monitoring_enabled
-    assert instance.run_retries_enabled and instance.run_retries_max_retries == 1
+    assert instance.run_retries_enabled
+    assert instance.run_retries_max_retries == 1
     assert not instance.run_retries_retry_on_asset_or_op_failure
     assert not instance.telemetry_enabled
 
@@ -33,7 +34,8 @@ def test_dagster_yaml_loads_with_our_settings(instance: dg.DagsterInstance, tmp_
     assert concurrency.pool_config.pool_granularity is not None
     assert concurrency.pool_config.pool_granularity.value == "op"
     queue = concurrency.run_queue_config
-    assert queue is not None and queue.max_concurrent_runs == 4
+    assert queue is not None
+    assert queue.max_concurrent_runs == 4
     assert {"key": "dagster/backfill", "limit": 3} in list(queue.tag_concurrency_limits)
 
 

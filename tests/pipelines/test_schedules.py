@@ -63,7 +63,8 @@ def test_nightly_runs_yesterday_plus_lookback_and_snapshots(tmp_path) -> None:
 def test_lookback_is_configurable(tmp_path, lookback: int, expected_first: str) -> None:
     requests = _evaluate(_defs(tmp_path, lookback), datetime(2026, 11, 21, 1, 0, tzinfo=UTC))
     keys = [r.partition_key for r in requests if r.partition_key]
-    assert keys[0] == expected_first and keys[-1] == "2026-11-20"
+    assert keys[0] == expected_first
+    assert keys[-1] == "2026-11-20"
     assert len(keys) == lookback + 1
 
 
