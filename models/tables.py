@@ -21,6 +21,7 @@ PartitionKey = Literal["date", "snapshot_date"]
 MONEY = pl.Decimal(18, 6)
 TS = pl.Datetime("ms", "UTC")
 S = pl.String()
+I64 = pl.Int64()
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def _c(name: str, dtype: pl.DataType, description: str) -> Column:
     return Column(name, dtype, description)
 
 
-def _ref(prefix: str, what: str, id_dtype: pl.DataType = pl.Int64()) -> list[Column]:
+def _ref(prefix: str, what: str, id_dtype: pl.DataType = I64) -> list[Column]:
     """Columns of a referenced object (queue, campaign, flow, canned message)."""
     return [
         _c(f"{prefix}_id", id_dtype, f"{what} id."),

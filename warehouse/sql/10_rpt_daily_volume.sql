@@ -1,5 +1,11 @@
 -- rpt_daily_volume: how many CDRs happened per day, by type, subtype and disposition?
 -- Grain: one row per (date, type, subtype, disposition). Cost is an exact decimal sum.
+-- @col date: UTC day of started_at
+-- @col type: CDR type
+-- @col subtype: CDR subtype
+-- @col disposition: CDR disposition
+-- @col cdrs: number of CDRs
+-- @col cost: sum of cost, exact decimal
 CREATE OR REPLACE VIEW rpt_daily_volume AS
 SELECT
     date,

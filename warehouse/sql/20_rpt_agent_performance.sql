@@ -3,6 +3,17 @@
 -- talk/hold/wrap-up seconds are summed over those calls. The API has no wrap-up duration, so
 -- wrapup_s is derived: overall minus dialing, IVR, queue, talk and hold (never below 0).
 -- name_snapshot is the agent's name at the time (latest that day); current_name is from `users`.
+-- @col date: UTC day
+-- @col user_id: agent id
+-- @col name_snapshot: agent name at the time (latest that day)
+-- @col current_name: agent name in the latest users snapshot
+-- @col calls_handled: answered calls with this agent
+-- @col talk_s: talk seconds over handled calls
+-- @col hold_s: hold seconds over handled calls
+-- @col wrapup_s: derived wrap-up seconds over handled calls
+-- @col avg_conversation_score: average conversation score of handled calls
+-- @col avg_mos: average MOS of handled calls
+-- @col conversations_handled: conversations with this agent
 CREATE OR REPLACE VIEW rpt_agent_performance AS
 WITH calls AS (
     SELECT

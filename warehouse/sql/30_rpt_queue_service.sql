@@ -3,6 +3,23 @@
 -- abandoned (offered - answered), abandonment_rate, avg/max queue wait in seconds.
 -- Conversations: offered, and for each SLA kind (first_response, resolution, avg_reply) how
 -- many were met or breached (conversations without that SLA are not counted).
+-- @col date: UTC day
+-- @col queue_id: queue id
+-- @col name_snapshot: queue name at the time
+-- @col current_name: queue name in the latest queues snapshot
+-- @col calls_offered: calls routed to the queue
+-- @col calls_answered: of those, answered
+-- @col calls_abandoned: offered minus answered
+-- @col abandonment_rate: abandoned / offered
+-- @col avg_queue_wait_s: average queue wait of calls, seconds
+-- @col max_queue_wait_s: longest queue wait of calls, seconds
+-- @col conversations_offered: conversations routed to the queue
+-- @col first_response_met: conversations with first_response SLA met
+-- @col first_response_breached: ... breached
+-- @col resolution_met: conversations with resolution SLA met
+-- @col resolution_breached: ... breached
+-- @col avg_reply_met: conversations with avg_reply SLA met
+-- @col avg_reply_breached: ... breached
 CREATE OR REPLACE VIEW rpt_queue_service AS
 WITH calls AS (
     SELECT

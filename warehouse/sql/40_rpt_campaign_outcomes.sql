@@ -2,6 +2,14 @@
 -- Grain: one row per (date, campaign_id). attempts = campaign calls, answered = disposition
 -- answered, answer_rate = answered / attempts, end_reasons = MAP end_reason -> count,
 -- cost = exact decimal sum of the calls' cost.
+-- @col date: UTC day
+-- @col campaign_id: campaign id
+-- @col name_snapshot: campaign name at the time
+-- @col attempts: campaign calls
+-- @col answered: answered campaign calls
+-- @col answer_rate: answered / attempts
+-- @col end_reasons: MAP end_reason -> number of calls
+-- @col cost: sum of cost, exact decimal
 CREATE OR REPLACE VIEW rpt_campaign_outcomes AS
 SELECT
     date,

@@ -1,6 +1,12 @@
 -- rpt_cost_daily: what did we spend per day, by CDR type, destination country and campaign?
 -- Grain: one row per (date, type, destination_country, campaign_id); country and campaign are
 -- only known for calls (NULL otherwise). cost is an exact DECIMAL sum, never a float.
+-- @col date: UTC day
+-- @col type: CDR type
+-- @col destination_country: destination country (calls only)
+-- @col campaign_id: campaign id (calls only)
+-- @col cdrs: number of CDRs
+-- @col cost: sum of cost, exact decimal
 CREATE OR REPLACE VIEW rpt_cost_daily AS
 SELECT date, 'call' AS type, destination_country, campaign_id, count(*) AS cdrs, sum(cost) AS cost
 FROM cdr_calls

@@ -1,6 +1,14 @@
 -- rpt_sms_delivery: how many SMS went out per day, how many failed, how many segments, and how
 -- many used a canned template versus free text?
 -- Grain: one row per date. cost is an exact decimal sum.
+-- @col date: UTC day
+-- @col sms: SMS CDRs
+-- @col sent: sent
+-- @col failed: not sent
+-- @col segments: sum of segments_count
+-- @col canned: SMS from a canned message
+-- @col free_text: SMS with free text
+-- @col cost: sum of cost, exact decimal
 CREATE OR REPLACE VIEW rpt_sms_delivery AS
 SELECT
     date,
