@@ -1,0 +1,150 @@
+"""Failures: a run killed mid-partition leaves the previous day whole; checks catch bad data.
+
+Faults come from the sandbox itself (5xx from the Nth CDR request on, a wrong metadata.total,
+corrupt records), never from patching our code.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import dagster as dg
+
+from connectors.sandbox import FaultConfig
+from pipelines.cli import run_ingest
+from pipelines.definitions import CDR_JOB
+from pipelines.resources import WarehouseResource
+from pipelines.sensors import failure_summary_sensor
+from tests.pipelines.conftest import TODAY, ServedSandbox, read_table
+
+DAY = TODAY - timedelta(days=5)
+CDRS_PATH = "/api/v4/reporting/cdrs"
+
+
+def _lake_files(data_dir: Path) -> dict[str, bytes]:
+    lake = data_dir / "lake"
+    return {
+        str(p.relative_to(lake)): p.read_bytes()
+        for p in sorted(lake.rglob("*"))
+        if p.is_file() and "_tmp" not in p.parts
+    }
+
+
+def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
+    clean_faults: ServedSandbox, tmp_path
+) -> None:
+    served = clean_faults
+    defs = served.defs(tmp_path, max_retries=1)
+    with dg.DagsterInstance.ephemeral() as instance:
+        ok = run_ingest(
+            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+        )
+        assert ok.success
+        before = _lake_files(tmp_path)
+        cdrs_before = read_table(tmp_path, "cdrs")
+        assert cdrs_before.height == served.api_total(DAY)
+
+        # Every CDR request after the 6th fails with 5xx: the fetch dies half-way, twice (the
+        # step retry runs into the same wall), and the client's own retries are exhausted.
+        served.sandbox.faults = FaultConfig(
+            error_5xx_rate=1.0, after_requests=6, paths=(CDRS_PATH,)
+        )
+        failed = run_ingest(
+            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+        )
+        assert not failed.success
+        assert failed.runs[0].failure is not None
+        assert "ServerError" in failed.runs[0].failure
+        # The previous partition is whole, byte for byte, and no temp file is left behind.
+        assert _lake_files(tmp_path) == before
+        tmp_dir = tmp_path / "lake" / "_tmp"
+        assert not tmp_dir.exists() or not any(tmp_dir.iterdir())
+        assert read_table(tmp_path, "cdrs").equals(cdrs_before)
+
+        # The CLI wrote the failure summary; the run-failure sensor writes the same document.
+        summaries = list((tmp_path / "failures").glob("*.json"))
+        assert len(summaries) == 1
+        import json
+
+        summary = json.loads(summaries[0].read_text())
+        assert summary["partition"] == DAY.isoformat()
+        step = summary["failed_steps"][0]
+        assert step["step"] == "raw_cdrs"
+        assert step["error_class"] == "ServerError"
+        assert step["endpoint"].endswith(CDRS_PATH)
+        summaries[0].unlink()
+        _evaluate_failure_sensor(instance, defs, tmp_path)
+        sensor_summary = json.loads(
+            (tmp_path / "failures" / f"{summary['run_id']}.json").read_text()
+        )
+        assert sensor_summary["failed_steps"][0]["error_class"] == "ServerError"
+        assert sensor_summary["partition"] == DAY.isoformat()
+
+        served.sandbox.faults = FaultConfig()
+        again = run_ingest(
+            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+        )
+        assert again.success
+        assert _lake_files(tmp_path).keys() == before.keys()
+        assert read_table(tmp_path, "cdrs").equals(cdrs_before)
+        truth = served.sandbox.truth_cdrs(*_window(DAY))
+        assert set(read_table(tmp_path, "cdrs")["id"].to_list()) == set(truth)
+
+
+def _window(day):
+    from pipelines.partitions import partition_window
+
+    return partition_window(day.isoformat())
+
+
+def _evaluate_failure_sensor(instance: dg.DagsterInstance, defs: dg.Definitions, data_dir) -> None:
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+    run = runs[0]
+    failure_event = next(
+        record.event_log_entry.dagster_event
+        for record in instance.get_records_for_run(run.run_id).records
+        if record.event_log_entry.dagster_event is not None
+        and record.event_log_entry.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE
+    )
+    context = dg.build_run_status_sensor_context(
+        sensor_name="failure_summary_sensor",
+        dagster_event=failure_event,
+        dagster_instance=instance,
+        dagster_run=run,
+        resources={"warehouse": WarehouseResource(data_dir=str(data_dir))},
+        repository_def=defs.get_repository_def(),
+    ).for_run_failure()
+    failure_summary_sensor(context)
+
+
+def test_row_count_check_blocks_on_a_wrong_api_total(clean_faults: ServedSandbox, tmp_path) -> None:
+    served = clean_faults
+    served.sandbox.faults = FaultConfig(total_mismatch=1, paths=(CDRS_PATH,))
+    defs = served.defs(tmp_path)
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(
+            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+        )
+    line = report.runs[0]
+    assert not report.success
+    assert "raw_cdrs:row_count_matches_api_total" in line.checks_failed
+    # Blocking: nothing downstream of raw_cdrs was materialized from the suspect data.
+    assert "cdrs" not in line.rows
+
+
+def test_quarantine_check_fails_on_corrupt_records(clean_faults: ServedSandbox, tmp_path) -> None:
+    served = clean_faults
+    served.sandbox.faults = FaultConfig(corrupt_rate=0.05, paths=(CDRS_PATH,))
+    defs = served.defs(tmp_path)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def(CDR_JOB).execute_in_process(
+            partition_key=DAY.isoformat(), instance=instance, raise_on_error=False
+        )
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    quarantine = checks["cdr_quarantine_empty"]
+    assert not quarantine.passed
+    assert quarantine.metadata["quarantined"].value > 0
+    # The rest of the day still landed, and nothing was dropped: raw = cdrs + quarantine.
+    assert checks["row_count_matches_api_total"].passed
+    assert checks["cdrs_ids_unique"].passed
+    raw = quarantine.metadata["raw_rows"].value
+    assert raw == quarantine.metadata["cdrs_rows"].value + quarantine.metadata["quarantined"].value
