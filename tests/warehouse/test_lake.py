@@ -1,0 +1,99 @@
+"""Lake layout and atomic partition replacement."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import polars as pl
+import pytest
+
+from warehouse.lake import Lake, partition_key, root_from_uri
+
+
+def frame(ids: list[str], day: dt.date) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "type": ["call"] * len(ids),
+            "started_at_raw": ["x"] * len(ids),
+            "record": ["{}"] * len(ids),
+            "date": [day] * len(ids),
+        }
+    )
+
+
+def test_uri_and_plain_path_give_the_same_root(tmp_path) -> None:
+    assert root_from_uri(tmp_path.as_uri()) == tmp_path.resolve()
+    assert root_from_uri(str(tmp_path)) == tmp_path.resolve()
+    with pytest.raises(ValueError, match="scheme"):
+        root_from_uri("s3://bucket/lake")
+
+
+def test_write_read_roundtrip_hive_layout(tmp_path) -> None:
+    lake = Lake(tmp_path.as_uri())
+    day = dt.date(2026, 11, 20)
+    key = partition_key("date", day)
+    assert key == "date=2026-11-20"
+    assert lake.write("raw_cdrs", key, frame(["a", "b"], day)) == 2
+    path = lake.partition_path("raw_cdrs", key)
+    assert path == tmp_path / "raw_cdrs" / "date=2026-11-20" / "part-0.parquet"
+    # The partition column is in the path, not in the file; read() adds it back.
+    assert "date" not in pl.read_parquet_schema(path)
+    back = lake.read("raw_cdrs", key)
+    assert back is not None
+    assert back.equals(frame(["a", "b"], day))
+    assert lake.partitions("raw_cdrs") == [key]
+    assert lake.read("raw_cdrs", "date=2026-11-21") is None
+
+
+def test_failed_write_leaves_previous_partition_whole_and_no_temp(tmp_path) -> None:
+    lake = Lake(str(tmp_path))
+    day = dt.date(2026, 11, 20)
+    key = partition_key("date", day)
+    lake.write("raw_cdrs", key, frame(["old1", "old2"], day))
+    with pytest.raises(RuntimeError, match="killed"), lake.writer("raw_cdrs", key) as w:
+        w.write(frame(["new1"], day))  # a first row group already went to the temp file
+        raise RuntimeError("killed mid-partition")
+    back = lake.read("raw_cdrs", key)
+    assert back is not None
+    assert back["id"].to_list() == ["old1", "old2"]
+    assert list((tmp_path / "_tmp").iterdir()) == []
+
+
+def test_streamed_row_groups_replace_the_partition(tmp_path) -> None:
+    lake = Lake(str(tmp_path))
+    day = dt.date(2026, 11, 20)
+    key = partition_key("date", day)
+    lake.write("raw_cdrs", key, frame(["old"], day))
+    with lake.writer("raw_cdrs", key) as w:
+        for i in range(3):
+            w.write(frame([f"n{i}a", f"n{i}b"], day))
+    back = lake.read("raw_cdrs", key)
+    assert back is not None
+    assert back["id"].to_list() == ["n0a", "n0b", "n1a", "n1b", "n2a", "n2b"]
+
+
+def test_delete_partition_and_stale_temp_cleanup(tmp_path) -> None:
+    lake = Lake(str(tmp_path))
+    key = "date=2026-11-20"
+    lake.write("raw_cdrs", key, frame(["a"], dt.date(2026, 11, 20)))
+    assert lake.delete_partition("raw_cdrs", key)
+    assert not lake.delete_partition("raw_cdrs", key)
+    assert lake.partitions("raw_cdrs") == []
+    tmp = tmp_path / "_tmp"
+    tmp.mkdir(exist_ok=True)
+    stale, fresh = tmp / "stale.parquet", tmp / "fresh.parquet"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    old = time.time() - 7 * 3600
+    os.utime(stale, (old, old))
+    assert lake.cleanup_tmp() == 1
+    assert not stale.exists()
+    assert fresh.exists()
+
+
+def test_bad_partition_key_is_rejected(tmp_path) -> None:
+    with pytest.raises(ValueError, match="partition key"):
+        Lake(str(tmp_path)).partition_path("cdrs", "../../etc")
