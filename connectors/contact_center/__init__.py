@@ -1,0 +1,59 @@
+"""Typed async client of the Contact Center REST API v4 (see docs/architecture.md)."""
+
+from connectors.contact_center.client import (
+    CdrPage,
+    ContactCenterClient,
+    ListPage,
+    cdr_filter_params,
+    split_window,
+)
+from connectors.contact_center.endpoints import ENDPOINTS, Endpoint, Safety
+from connectors.contact_center.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    ContactCenterError,
+    FatalAPIError,
+    InvalidBodyError,
+    NotAcceptableError,
+    NotFoundError,
+    PaginationError,
+    PermissionDeniedError,
+    RateLimitedError,
+    ResponseShapeError,
+    RetriableAPIError,
+    ServerError,
+    TransportFailure,
+    ValidationFailedError,
+    map_response,
+)
+from connectors.contact_center.settings import ClientSettings
+
+__all__ = [
+    "ENDPOINTS",
+    "AuthenticationError",
+    "BadRequestError",
+    "CdrPage",
+    "ClientSettings",
+    "ConflictError",
+    "ContactCenterClient",
+    "ContactCenterError",
+    "Endpoint",
+    "FatalAPIError",
+    "InvalidBodyError",
+    "ListPage",
+    "NotAcceptableError",
+    "NotFoundError",
+    "PaginationError",
+    "PermissionDeniedError",
+    "RateLimitedError",
+    "ResponseShapeError",
+    "RetriableAPIError",
+    "Safety",
+    "ServerError",
+    "TransportFailure",
+    "ValidationFailedError",
+    "cdr_filter_params",
+    "map_response",
+    "split_window",
+]

@@ -124,6 +124,15 @@ ENDPOINTS: dict[str, Endpoint] = {
         100,
     ),
     "send_sms": Endpoint("POST", f"{_V4}/messaging/sms", "messaging.sms.send", _O),
+    "create_conversation": Endpoint(
+        "POST", f"{_V4}/messaging/conversations", "messaging.conversations.manage", _O
+    ),
+    "post_message": Endpoint(
+        "POST",
+        f"{_V4}/messaging/conversations/{{conversation_id}}/messages",
+        "messaging.conversations.manage",
+        _O,
+    ),
     # Numbers
     "list_numbers": Endpoint("GET", f"{_V4}/numbers", "numbers.read", _R, "numbers", 100),
     "list_caller_id_groups": Endpoint(

@@ -17,7 +17,8 @@
         ├── NotAcceptableError          406 (carries the errors map)
         ├── ConflictError               409 (carries the errors map)
         ├── ValidationFailedError       422 (carries the errors map)
-        └── PaginationError             the server's paging metadata is inconsistent
+        ├── PaginationError             the server's paging metadata is inconsistent
+        └── ResponseShapeError          valid JSON that does not match the resource model
 
 `map_response()` is the single place that turns an `httpx.Response` into this tree;
 `transport_failure()` does the same for httpx's own exceptions. Messages never contain the API
@@ -132,6 +133,10 @@ class ValidationFailedError(_FieldErrors):
 
 class PaginationError(FatalAPIError):
     """The paging metadata contradicts itself (repeated cursor, wrong totals, overlap)."""
+
+
+class ResponseShapeError(FatalAPIError):
+    """A 2xx JSON body that does not fit the resource model (not transient)."""
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -260,7 +265,7 @@ def map_response(response: httpx.Response, scope: str | None, *, path: str | Non
 _NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
-def transport_failure(exc: httpx.TransportError, *, method: str, path: str) -> TransportFailure:
+def transport_failure(exc: httpx.RequestError, *, method: str, path: str) -> TransportFailure:
     """Translate an httpx transport exception; records whether the request provably never left."""
     never_sent = isinstance(exc, _NEVER_SENT)
     kind = type(exc).__name__

@@ -48,7 +48,7 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
     Raises InvalidBodyError (retriable) when the body is not JSON or lacks the list array.
     """
     try:
-        doc = simdjson.Parser().parse(body)
+        doc: Any = simdjson.Parser().parse(body)
     except ValueError as exc:
         raise InvalidBodyError(f"list body is not valid JSON ({str(exc)[:60]})") from None
     if not isinstance(doc, simdjson.Object):
@@ -61,14 +61,17 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
     cursor: str | None = None
     if isinstance(meta, simdjson.Object):
         raw_total = meta.get("total")
-        if raw_total is not None and (not isinstance(raw_total, int) or isinstance(raw_total, bool)):
+        if raw_total is not None and (
+            not isinstance(raw_total, int) or isinstance(raw_total, bool)
+        ):
             raise InvalidBodyError(f"metadata.total is not an integer: {raw_total!r}")
         total = raw_total
         cursor = _as_str(meta.get("next_cursor")) or None
     count = len(items)
     first_id = last_id = first_at = last_at = None
     if keys and count:
-        first, last = items[0], items[count - 1]
+        first: Any = items[0]
+        last: Any = items[count - 1]
         if isinstance(first, simdjson.Object) and isinstance(last, simdjson.Object):
             first_id, last_id = _as_str(first.get("id")), _as_str(last.get("id"))
             first_at, last_at = _as_str(first.get("started_at")), _as_str(last.get("started_at"))
