@@ -7,6 +7,7 @@ ids are uuid5 of the seed and a per-kind sequence, so a replayed test sees the s
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -177,8 +178,10 @@ async def create_campaign(request: Request) -> Response:
         stamp = iso_ms(state.clock.now())
         record = {"id": campaign_id, "status": "draft", **config}
         record.update(created_at=stamp, updated_at=stamp)
-        state.campaigns[campaign_id] = record
+        # Stored in response shape (voice message resolved), like the generated campaigns,
+        # so every reader of state.campaigns serves the same thing.
         out = _render(request, record)
+        state.campaigns[campaign_id] = copy.deepcopy(out)
     return json_response({"campaign": out}, 201)
 
 
@@ -199,6 +202,8 @@ async def patch_campaign(request: Request) -> Response:
         current.update(config)
         current["updated_at"] = iso_ms(state.clock.now())
         out = _render(request, current)
+        current.clear()
+        current.update(copy.deepcopy(out))
     return json_response({"campaign": out})
 
 
