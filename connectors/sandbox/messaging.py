@@ -200,7 +200,7 @@ def sms_cdr(
         "from": {"type": "phone_number", "phone_number": sender},
         "to": {"type": "phone_number", "phone_number": request.phone_number},
         "user": None,  # sent through the API, not by an agent
-        "cost": float(cost),  # exact: cost has at most 4 decimals, which a double round-trips
+        "cost": cost,  # a Decimal: state.add_cdr serves it as an exact JSON number
         "tags": [],
         "started_at": stamp,
         "ended_at": stamp,

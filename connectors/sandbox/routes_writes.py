@@ -133,7 +133,8 @@ async def hangup_call(request: Request) -> Response:
         )
         del state.active_calls[call_id]
         state.ended_calls[call_id] = {**call, "ended_at": ended_at, "cdr_id": record["id"]}
-        state.add_cdr(record)
+        source = call.get("source") or {}
+        state.add_cdr(record, account_id=source.get("account_id"))
         state.charge(cost)
     return json_response({"call": {"id": call_id}})
 
@@ -373,7 +374,7 @@ async def send_sms(request: Request) -> Response:
         sender = sms.sender_id or _dataset(request).cc_phones[0]
         record = messaging.sms_cdr(sms, sms_id=sms_id, sender=sender, sent_at=now, cost=cost)
         state.sms[sms_id] = {"id": sms_id, "source": sms.source, "cdr_id": record["id"]}
-        state.add_cdr(record)
+        state.add_cdr(record, account_id=(sms.source or {}).get("account_id"))
         state.charge(cost)
     return json_response({"sms": {"id": sms_id}}, 201)
 

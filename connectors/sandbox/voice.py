@@ -127,7 +127,7 @@ def call_cdr(
         "from": {"type": "phone_number", "phone_number": caller},
         "to": {"type": "phone_number", "phone_number": call["phone_number"]},
         "user": user_ref(user),
-        "cost": float(cost),  # exact: at most 4 decimals, which a double round-trips
+        "cost": cost,  # a Decimal: state.add_cdr serves it as an exact JSON number
         "tags": [],
         "started_at": iso_ms(started_at),
         "ended_at": iso_ms(ended_at),

@@ -400,7 +400,9 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("change", "field", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("change", "field", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_create_rejects(api: Api, change: dict[str, Any], field: str, message: str) -> None:
     body = minimal()
     for key, value in change.items():
@@ -437,7 +439,12 @@ def test_the_same_rules_accept_their_boundaries(api: Api) -> None:
 def test_errors_for_several_fields_come_together(api: Api) -> None:
     response = api.post("/campaigns", {"dial_level": 9, "max_dial_time": "x"})
     assert response.status_code == 422
-    assert set(response.json()["errors"]) == {"name", "caller_id_sets", "dial_level", "max_dial_time"}
+    assert set(response.json()["errors"]) == {
+        "name",
+        "caller_id_sets",
+        "dial_level",
+        "max_dial_time",
+    }
 
 
 def test_malformed_json_and_non_object_bodies(api: Api) -> None:
@@ -479,7 +486,9 @@ FEATURE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("flag", "change", "field"), FEATURE_CASES, ids=[c[0] for c in FEATURE_CASES])
+@pytest.mark.parametrize(
+    ("flag", "change", "field"), FEATURE_CASES, ids=[c[0] for c in FEATURE_CASES]
+)
 def test_feature_flag_off_rejects_and_on_accepts(
     flag: str, change: dict[str, Any], field: str
 ) -> None:
