@@ -1,0 +1,107 @@
+"""Served CDRs/s of the sandbox over a real uvicorn socket, warm (pages of 1,000 records).
+
+Runs the server in a separate process (as `cdrhouse sandbox` would), generates the day once
+(cold), then walks every hour window of the day by cursor with a few concurrent clients and
+prints the warm figure. Usage: .venv/bin/python bench/sandbox_serve.py [--cdrs-per-day N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from datetime import date, datetime, timedelta
+
+import httpx
+
+KEY = "sbx-full-access-key"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def walk(client: httpx.AsyncClient, start: datetime, end: datetime) -> tuple[int, int]:
+    params = {
+        "limit": "1000",
+        "started_at[gte]": start.isoformat().replace("+00:00", "Z"),
+        "started_at[lt]": end.isoformat().replace("+00:00", "Z"),
+    }
+    records = nbytes = 0
+    cursor: str | None = None
+    while True:
+        r = await client.get("/api/v4/reporting/cdrs", params={**params, **({"cursor": cursor} if cursor else {})})
+        r.raise_for_status()
+        body = r.content
+        nbytes += len(body)
+        tail = body[body.rfind(b'"metadata":') :]
+        # Count records without decoding them: `started_at` occurs once per record.
+        records += body.count(b'"started_at":"')
+        cursor = None if b'"next_cursor":null' in tail else tail.split(b'"next_cursor":"')[1].split(b'"')[0].decode()
+        if cursor is None:
+            return records, nbytes
+
+
+async def run_pass(base: str, day: date, workers: int) -> tuple[int, int, float]:
+    start = datetime(day.year, day.month, day.day, tzinfo=__import__("datetime").UTC)
+    windows = [(start + timedelta(hours=h), start + timedelta(hours=h + 1)) for h in range(24)]
+    queue: asyncio.Queue[tuple[datetime, datetime]] = asyncio.Queue()
+    for w in windows:
+        queue.put_nowait(w)
+    totals = [0, 0]
+    limits = httpx.Limits(max_connections=workers)
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=60) as client:
+
+        async def worker() -> None:
+            while not queue.empty():
+                a, b = queue.get_nowait()
+                n, nb = await walk(client, a, b)
+                totals[0] += n
+                totals[1] += nb
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return totals[0], totals[1], time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cdrs-per-day", type=int, default=200_000)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--passes", type=int, default=3)
+    args = ap.parse_args()
+    port = free_port()
+    day = date(2026, 11, 2)
+    cmd = [sys.executable, "-m", "connectors.sandbox.serve", "--port", str(port), "--start-date", "2026-11-01",
+           "--days", "3", "--cdrs-per-day", str(args.cdrs_per_day)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(base + "/_sandbox/counters", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        t0 = time.perf_counter()
+        r = httpx.get(base + "/api/v4/reporting/cdrs", params={"limit": 1, "started_at[gte]": "2026-11-02T00:00:00Z", "started_at[lt]": "2026-11-03T00:00:00Z"}, headers={"Authorization": f"Bearer {KEY}"}, timeout=120)
+        print(f"cold: generating one day of {args.cdrs_per_day:,} CDRs took {time.perf_counter() - t0:.2f}s (total={r.json()['metadata']['total']:,})")
+        best = 0.0
+        for i in range(args.passes):
+            n, nb, dt = asyncio.run(run_pass(base, day, args.workers))
+            rate = n / dt
+            best = max(best, rate)
+            print(f"pass {i + 1}: {n:,} CDRs, {nb / 1e6:.0f} MB in {dt:.2f}s -> {rate:,.0f} CDRs/s ({nb / dt / 1e6:.0f} MB/s)")
+        print(f"warm served CDRs/s (best of {args.passes}, limit=1000, {args.workers} clients): {best:,.0f}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
