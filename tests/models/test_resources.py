@@ -40,7 +40,8 @@ def test_user_keeps_unknown_fields_and_enum_values() -> None:
     )
     assert user.status == "on_break"
     assert user.channels == ["voice", "telepathy"]
-    assert user.skills[0].skill is not None and user.skills[0].skill.name == "Dutch"
+    assert user.skills[0].skill is not None
+    assert user.skills[0].skill.name == "Dutch"
     assert user.model_extra == {"favourite_colour": "teal"}
 
 
@@ -55,9 +56,11 @@ def test_cdr_data_is_typed_by_type_and_unknown_types_stay_raw() -> None:
         }
     )
     assert isinstance(call.data, CallData)
-    assert call.data.queue is not None and call.data.queue.id == 4
+    assert call.data.queue is not None
+    assert call.data.queue.id == 4
     assert call.cost == Decimal("0.045")  # not 0.04499999...
-    assert call.from_ is not None and call.from_.phone_number == PHONE
+    assert call.from_ is not None
+    assert call.from_.phone_number == PHONE
     sms = Cdr.model_validate({"id": "b", "type": "sms", "data": {"segments_count": 2}})
     assert isinstance(sms.data, SmsData)
     fax = Cdr.model_validate({"id": "c", "type": "fax", "data": {"pages": 3}})

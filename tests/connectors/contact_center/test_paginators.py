@@ -134,7 +134,7 @@ def test_cursor_paginator_checks_the_total() -> None:
     pager.update(info)
     assert pager.has_next
     assert pager.params() == {"limit": 3, "offset": 2}
-    with pytest.raises(PaginationError, match="metadata.total"):
+    with pytest.raises(PaginationError, match=r"metadata\.total"):
         pager.update(_info([], 5, None))
 
 
