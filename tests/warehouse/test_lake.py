@@ -53,9 +53,14 @@ def test_failed_write_leaves_previous_partition_whole_and_no_temp(tmp_path) -> N
     day = dt.date(2026, 11, 20)
     key = partition_key("date", day)
     lake.write("raw_cdrs", key, frame(["old1", "old2"], day))
-    with pytest.raises(RuntimeError, match="killed"), lake.writer("raw_cdrs", key) as w:
-        w.write(frame(["new1"], day))  # a first row group already went to the temp file
-        raise RuntimeError("killed mid-partition")
+
+    def killed_run() -> None:
+        with lake.writer("raw_cdrs", key) as w:
+            w.write(frame(["new1"], day))  # a first row group already went to the temp file
+            raise RuntimeError("killed mid-partition")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        killed_run()
     back = lake.read("raw_cdrs", key)
     assert back is not None
     assert back["id"].to_list() == ["old1", "old2"]

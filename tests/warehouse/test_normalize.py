@@ -22,7 +22,9 @@ def dataset() -> Dataset:
 
 
 def pages(records: list[bytes], size: int = 400) -> list[bytes]:
-    return [encode_page(records[i : i + size], len(records), None) for i in range(0, len(records), size)]
+    return [
+        encode_page(records[i : i + size], len(records), None) for i in range(0, len(records), size)
+    ]
 
 
 def test_generator_day_normalizes_exactly(dataset: Dataset) -> None:
@@ -53,7 +55,12 @@ def test_generator_day_normalizes_exactly(dataset: Dataset) -> None:
     calls = n.cdr_calls
     assert calls["duration_talk"].null_count() == 0
     assert calls["queue_name_snapshot"].drop_nulls().len() > 0
-    assert n.cdr_conversations["sla_first_response_status"].drop_nulls().is_in(["met", "breached"]).all()
+    assert (
+        n.cdr_conversations["sla_first_response_status"]
+        .drop_nulls()
+        .is_in(["met", "breached"])
+        .all()
+    )
     assert n.cdr_sms["segments_count"].min() >= 1
 
 
@@ -70,7 +77,13 @@ def _rec(**over: object) -> dict:
         "tags": ["a", "b"],
         "started_at": "2026-11-05T10:00:00.123Z",
         "ended_at": "2026-11-05T10:00:01.000Z",
-        "data": {"sent": True, "segments_count": 2, "message": "hi", "canned_message": None, "related_call": None},
+        "data": {
+            "sent": True,
+            "segments_count": 2,
+            "message": "hi",
+            "canned_message": None,
+            "related_call": None,
+        },
     }
     base.update(over)
     return base
@@ -116,13 +129,17 @@ def test_corrupt_records_are_quarantined_with_a_reason_not_dropped() -> None:
     assert "started_at" in reasons["bad-ts"]
     assert "structure" in reasons["shape"]
     assert n.cdrs.height + n.quarantine.height == raw.height
-    assert orjson.loads(n.quarantine.filter(pl.col("id") == "s-cost")["record"][0])["cost"] == "0.50"
+    assert (
+        orjson.loads(n.quarantine.filter(pl.col("id") == "s-cost")["record"][0])["cost"] == "0.50"
+    )
 
 
 def test_dedup_keeps_the_last_revision() -> None:
     first = _rec(id="dup", cost=0.1)
     revised = _rec(id="dup", cost=0.25)
-    n = normalize(pl.concat([decode_page(page_of(first)), decode_page(page_of(revised, _rec(id="other")))]))
+    n = normalize(
+        pl.concat([decode_page(page_of(first)), decode_page(page_of(revised, _rec(id="other")))])
+    )
     assert n.cdrs.height == 2
     assert n.cdrs.filter(pl.col("id") == "dup")["cost"].to_list() == [Decimal("0.25")]
 

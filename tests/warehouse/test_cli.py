@@ -1,0 +1,72 @@
+"""`cdrhouse sql` output formats and clear errors (through the real `cdrhouse` parser)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import polars as pl
+
+from pipelines.cli import main
+
+from .conftest import SmallWarehouse
+
+
+def run(small: SmallWarehouse, *argv: str) -> int:
+    return main(["sql", *argv], env={"CDRHOUSE_DATA_DIR": str(small.data_dir)})
+
+
+def test_aligned_table(small: SmallWarehouse, capsys) -> None:
+    assert (
+        run(
+            small,
+            "SELECT date, sum(cdrs) AS cdrs FROM rpt_daily_volume GROUP BY date ORDER BY date",
+        )
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["date", "|", "cdrs"]
+    assert set(lines[1]) <= {"-", "+"}
+    assert lines[2].startswith("2026-11-01")
+    assert lines[2].endswith("800")
+    assert lines[-1] == "(3 rows)"
+    assert len({line.index("|") for line in lines[2:-1]}) == 1  # columns aligned
+
+
+def test_csv_json_parquet_and_file(small: SmallWarehouse, tmp_path, capsys) -> None:
+    query = "SELECT date, cost FROM rpt_sms_delivery ORDER BY date"
+    assert run(small, query, "--format", "csv") == 0
+    csv = capsys.readouterr().out.splitlines()
+    assert csv[0] == "date,cost"
+    assert len(csv) == 4
+    qfile = tmp_path / "q.sql"
+    qfile.write_text(query)
+    out = tmp_path / "r.json"
+    assert run(small, "--file", str(qfile), "--format", "json", "--output", str(out)) == 0
+    data = json.loads(out.read_text())
+    assert [r["date"] for r in data] == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    pq = tmp_path / "r.parquet"
+    assert run(small, query, "--format", "parquet", "--output", str(pq)) == 0
+    frame = pl.read_parquet(pq)
+    assert isinstance(frame.schema["cost"], pl.Decimal)
+    want = small.tables["cdr_sms"].group_by("date").agg(pl.col("cost").sum()).sort("date")
+    assert [Decimal(str(c)) for c in frame["cost"]] == want["cost"].to_list()
+
+
+def test_bad_query_is_a_clear_error_without_traceback(small: SmallWarehouse, capsys) -> None:
+    assert run(small, "SELECT * FROM no_such_view") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse sql: error:")
+    assert "no_such_view" in err
+    assert "Traceback" not in err
+
+
+def test_writes_are_refused_read_only(small: SmallWarehouse, capsys) -> None:
+    assert run(small, "CREATE TABLE t AS SELECT 1") == 1
+    assert "read-only" in capsys.readouterr().err.lower()
+
+
+def test_missing_warehouse(tmp_path, capsys) -> None:
+    code = main(["sql", "SELECT 1"], env={"CDRHOUSE_DATA_DIR": str(tmp_path)})
+    assert code == 1
+    assert "no warehouse" in capsys.readouterr().err

@@ -1,0 +1,242 @@
+"""Every reporting view checked against numbers computed here in polars (not the same SQL)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import duckdb
+import polars as pl
+import pytest
+
+from warehouse.duck import connect
+
+from .conftest import SmallWarehouse
+
+
+@pytest.fixture(scope="module")
+def con(small: SmallWarehouse) -> duckdb.DuckDBPyConnection:
+    c = connect(small.data_dir)
+    yield c
+    c.close()
+
+
+def q(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
+    return con.sql(sql).pl()
+
+
+def rows(df: pl.DataFrame, keys: list[str]) -> list[dict]:
+    return df.sort(keys, nulls_last=True).to_dicts()
+
+
+def test_lake_tables_are_complete(small: SmallWarehouse, con) -> None:
+    assert q(con, "SELECT count(DISTINCT id) n FROM cdrs")["n"][0] == small.tables["cdrs"].height
+    per_type = q(
+        con,
+        "SELECT (SELECT count(*) FROM cdr_calls) + (SELECT count(*) FROM cdr_conversations)"
+        " + (SELECT count(*) FROM cdr_sms) + (SELECT count(*) FROM cdr_hlr_lookups) n",
+    )
+    assert per_type["n"][0] == small.tables["cdrs"].height
+    assert q(con, "SELECT count(*) n FROM users")["n"][0] == len(small.dataset.users) + len(
+        small.dataset.deleted_users
+    )
+
+
+def test_daily_volume(small: SmallWarehouse, con) -> None:
+    want = (
+        small.tables["cdrs"]
+        .group_by("date", "type", "subtype", "disposition")
+        .agg(pl.len().cast(pl.Int64).alias("cdrs"), pl.col("cost").sum())
+    )
+    got = q(con, "SELECT * FROM rpt_daily_volume")
+    keys = ["date", "type", "subtype", "disposition"]
+    assert rows(got, keys) == rows(want.select(got.columns), keys)
+
+
+def test_agent_performance(small: SmallWarehouse, con) -> None:
+    calls = small.tables["cdr_calls"].filter(
+        pl.col("user_id").is_not_null() & (pl.col("disposition") == "answered")
+    )
+    want: dict[tuple, dict] = {}
+    for r in calls.iter_rows(named=True):
+        a = want.setdefault(
+            (r["date"], r["user_id"]),
+            {"calls": 0, "talk": 0.0, "hold": 0.0, "wrap": 0.0, "mos": [], "conv": 0},
+        )
+        a["calls"] += 1
+        a["talk"] += r["duration_talk"]
+        a["hold"] += r["duration_hold"]
+        rest = (
+            r["duration_overall"]
+            - r["duration_dialing"]
+            - r["duration_ivr"]
+            - r["duration_queue"]
+            - r["duration_talk"]
+            - r["duration_hold"]
+        )
+        a["wrap"] += max(rest, 0)
+        if r["mos"] is not None:
+            a["mos"].append(r["mos"])
+    for r in (
+        small.tables["cdr_conversations"]
+        .filter(pl.col("user_id").is_not_null())
+        .iter_rows(named=True)
+    ):
+        a = want.setdefault(
+            (r["date"], r["user_id"]),
+            {"calls": 0, "talk": 0.0, "hold": 0.0, "wrap": 0.0, "mos": [], "conv": 0},
+        )
+        a["conv"] += 1
+    got = {
+        (r["date"], r["user_id"]): r
+        for r in q(con, "SELECT * FROM rpt_agent_performance").iter_rows(named=True)
+    }
+    assert set(got) == set(want)
+    names = {u["id"]: u["name"] for u in small.dataset.users + small.dataset.deleted_users}
+    for k, a in want.items():
+        g = got[k]
+        assert (g["calls_handled"], g["conversations_handled"]) == (a["calls"], a["conv"])
+        assert g["talk_s"] == a["talk"]
+        assert g["hold_s"] == a["hold"]
+        assert g["wrapup_s"] == a["wrap"]
+        if a["mos"]:
+            assert g["avg_mos"] == pytest.approx(sum(a["mos"]) / len(a["mos"]))
+        assert g["current_name"] == names.get(k[1])
+        assert g["name_snapshot"] is not None
+
+
+def test_queue_service(small: SmallWarehouse, con) -> None:
+    calls = small.tables["cdr_calls"].filter(pl.col("queue_id").is_not_null())
+    convs = small.tables["cdr_conversations"].filter(pl.col("queue_id").is_not_null())
+    got = {
+        (r["date"], r["queue_id"]): r
+        for r in q(con, "SELECT * FROM rpt_queue_service").iter_rows(named=True)
+    }
+    keys = {
+        (r["date"], r["queue_id"]) for r in calls.select("date", "queue_id").iter_rows(named=True)
+    }
+    keys |= {
+        (r["date"], r["queue_id"]) for r in convs.select("date", "queue_id").iter_rows(named=True)
+    }
+    assert set(got) == keys
+    for (day, queue), g in got.items():
+        c = calls.filter((pl.col("date") == day) & (pl.col("queue_id") == queue))
+        v = convs.filter((pl.col("date") == day) & (pl.col("queue_id") == queue))
+        answered = c.filter(pl.col("disposition") == "answered").height
+        assert (g["calls_offered"], g["calls_answered"]) == (c.height, answered)
+        assert g["calls_abandoned"] == c.height - answered
+        if c.height:
+            assert g["abandonment_rate"] == pytest.approx((c.height - answered) / c.height)
+            assert g["avg_queue_wait_s"] == pytest.approx(c["duration_queue"].mean())
+            assert g["max_queue_wait_s"] == c["duration_queue"].max()
+        assert g["conversations_offered"] == v.height
+        for kind in ("first_response", "resolution", "avg_reply"):
+            statuses = v[f"sla_{kind}_status"].to_list()
+            assert g[f"{kind}_met"] == statuses.count("met")
+            assert g[f"{kind}_breached"] == statuses.count("breached")
+
+
+def test_campaign_outcomes(small: SmallWarehouse, con) -> None:
+    calls = small.tables["cdr_calls"].filter(pl.col("campaign_id").is_not_null())
+    got = {
+        (r["date"], r["campaign_id"]): r
+        for r in q(con, "SELECT * FROM rpt_campaign_outcomes").iter_rows(named=True)
+    }
+    assert len(got) == calls.select("date", "campaign_id").unique().height > 0
+    for (day, camp), g in got.items():
+        c = calls.filter((pl.col("date") == day) & (pl.col("campaign_id") == camp))
+        answered = c.filter(pl.col("disposition") == "answered").height
+        assert (g["attempts"], g["answered"]) == (c.height, answered)
+        assert g["answer_rate"] == pytest.approx(answered / c.height)
+        reasons: dict[str, int] = {}
+        for r in c["end_reason"].to_list():
+            reasons[r] = reasons.get(r, 0) + 1
+        assert dict(g["end_reasons"]) == reasons
+        assert g["cost"] == sum(c["cost"].to_list(), Decimal(0))
+
+
+def test_cost_daily_is_exact(small: SmallWarehouse, con) -> None:
+    cdrs = small.tables["cdrs"]
+    calls = small.tables["cdr_calls"]
+    want: dict[tuple, Decimal] = {}
+    for r in calls.iter_rows(named=True):
+        k = (r["date"], "call", r["destination_country"], r["campaign_id"])
+        want[k] = want.get(k, Decimal(0)) + r["cost"]
+    for r in cdrs.filter(pl.col("type") != "call").iter_rows(named=True):
+        k = (r["date"], r["type"], None, None)
+        want[k] = want.get(k, Decimal(0)) + r["cost"]
+    got_df = q(con, "SELECT * FROM rpt_cost_daily")
+    assert isinstance(got_df.schema["cost"], pl.Decimal)
+    got = {
+        (r["date"], r["type"], r["destination_country"], r["campaign_id"]): r["cost"]
+        for r in got_df.iter_rows(named=True)
+    }
+    assert got == want
+    # Total equals the generator's own integer ten-thousandths: no rounding anywhere.
+    truth = sum(sum(small.dataset.day(d).costs) for d in cdrs["date"].unique().to_list())
+    assert sum(got.values()) == Decimal(truth) / 10000
+
+
+def test_sms_delivery(small: SmallWarehouse, con) -> None:
+    sms = small.tables["cdr_sms"]
+    got = {r["date"]: r for r in q(con, "SELECT * FROM rpt_sms_delivery").iter_rows(named=True)}
+    assert set(got) == set(sms["date"].unique().to_list())
+    for day, g in got.items():
+        s = sms.filter(pl.col("date") == day)
+        assert g["sms"] == s.height
+        assert g["sent"] == s["sent"].sum()
+        assert g["failed"] == s.height - s["sent"].sum()
+        assert g["segments"] == s["segments_count"].sum()
+        canned = s["canned_message_id"].is_not_null().sum()
+        assert (g["canned"], g["free_text"]) == (canned, s.height - canned)
+        assert g["cost"] == sum(s["cost"].to_list(), Decimal(0))
+
+
+def test_balance_over_time(small: SmallWarehouse, con) -> None:
+    got = q(con, "SELECT * FROM rpt_balance ORDER BY snapshot_date")
+    amounts = [Decimal(b) for b in small.balances]
+    assert got["amount"].to_list() == amounts
+    assert got["change"].to_list() == [None, amounts[1] - amounts[0], amounts[2] - amounts[1]]
+    assert q(con, "SELECT amount FROM balance")["amount"].to_list() == [amounts[-1]]
+
+
+def test_cdr_joins_a_past_team_membership_through_history(small: SmallWarehouse, con) -> None:
+    sql = f"""
+        SELECT c.id, c.date, h.team_id, h.valid_from, h.valid_to
+        FROM cdrs c
+        JOIN user_teams_history h
+          ON h.user_id = c.user_id
+         AND c.date >= h.valid_from AND (h.valid_to IS NULL OR c.date < h.valid_to)
+        WHERE c.user_id = '{small.moved_user}'
+    """
+    joined = q(con, sql)
+    own = small.tables["cdrs"].filter(pl.col("user_id") == small.moved_user)
+    assert own.height > 0
+    before = joined.filter(pl.col("date") < pl.date(2026, 11, 3))
+    after = joined.filter(pl.col("date") >= pl.date(2026, 11, 3))
+    # Before the move the CDR joins the old team (which the current view no longer shows).
+    assert small.old_team in before["team_id"].to_list()
+    assert small.new_team not in before["team_id"].to_list()
+    assert after["team_id"].unique().to_list() in ([small.new_team], [])
+    current = q(con, f"SELECT team_id FROM user_teams WHERE user_id = '{small.moved_user}'")
+    assert current["team_id"].to_list() == [small.new_team]
+    assert set(before["id"].to_list()) == set(
+        own.filter(pl.col("date") < pl.date(2026, 11, 3))["id"].to_list()
+    )
+
+
+def test_every_snapshot_view_is_queryable(con) -> None:
+    for name in (
+        "users",
+        "queues",
+        "skills",
+        "teams",
+        "campaigns",
+        "numbers",
+        "caller_id_groups",
+        "queue_members",
+        "team_members",
+        "user_skills",
+        "numbers_history",
+        "users_snapshots",
+    ):
+        assert q(con, f"SELECT count(*) n FROM {name}")["n"][0] > 0, name
