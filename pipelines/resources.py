@@ -61,6 +61,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     rate_limit_rps: float | None = Field(default=None, description="Client-side request rate.")
     max_attempts: int = Field(default=6, description="Attempts per request inside the client.")
     max_retry_s: float = Field(default=60.0, description="Retry budget per request.")
+    timeout_s: float = Field(default=30.0, description="Read timeout per request (seconds).")
     sandbox_seed: int = Field(default=7, description="Sandbox dataset seed.")
     sandbox_cdrs_per_day: int = Field(default=2000, description="Sandbox CDRs per day.")
     sandbox_start_date: str | None = Field(
@@ -97,6 +98,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             "rate_limit_rps": self.rate_limit_rps,
             "max_attempts": self.max_attempts,
             "max_retry_s": self.max_retry_s,
+            "timeout_s": self.timeout_s,
             # Reconciliation of counts against metadata.total is the blocking asset check's
             # job, where it is visible in the UI, not an exception deep in the client.
             "verify_totals": False,
