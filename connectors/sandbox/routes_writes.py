@@ -479,37 +479,74 @@ async def retrigger_webhook(request: Request) -> Response:
     return json_response({"webhook_failure": out})
 
 
-def routes() -> list[BaseRoute]:
-    campaign = f"{V4}/campaigns/{{campaign_id}}"
-    return [
-        Route(f"{V4}/voice/calls", start_call, methods=["POST"]),
-        Route(f"{V4}/voice/calls/{{call_id}}/hangup", hangup_call, methods=["POST"]),
-        Route(f"{V4}/campaigns", create_campaign, methods=["POST"]),
-        Route(campaign, patch_campaign, methods=["PATCH"]),
-        Route(f"{campaign}/start", _operation("start"), methods=["POST"]),
-        Route(f"{campaign}/pause", _operation("pause"), methods=["POST"]),
-        Route(f"{campaign}/stop", _operation("stop"), methods=["POST"]),
-        Route(f"{campaign}/leads", add_leads, methods=["POST"]),
-        Route(f"{campaign}/leads", update_leads, methods=["PATCH"]),
-        Route(f"{V4}/messaging/sms", send_sms, methods=["POST"]),
-        Route(f"{V4}/messaging/conversations", create_conversation, methods=["POST"]),
-        Route(
-            f"{V4}/messaging/conversations/{{conversation_id}}/messages",
-            post_message,
-            methods=["POST"],
-        ),
-        Route(f"{V4}/tasks/scheduled_callbacks", schedule_callback, methods=["POST"]),
-        # The migration mapping's spelling of the same resource.
-        Route(f"{V4}/tasks/schedule_callbacks", schedule_callback, methods=["POST"]),
-        Route(
-            f"{V4}/tasks/webhook_failures/{{webhook_failure_id}}/retrigger",
-            retrigger_webhook,
-            methods=["POST"],
-        ),
-        # The mapping's spelling and method (GET) for the same action.
-        Route(
+_CAMPAIGN: Final = f"{V4}/campaigns/{{campaign_id}}"
+_SCHEDULED: Final = "tasks.scheduled_callbacks.manage"
+_RETRIGGER: Final = "tasks.webhooks.manage"
+
+# (method, path, handler, scope, tag, summary): one row per write operation. The scope and
+# summary are also what an OpenAPI document should show for the operation.
+WRITE_OPERATIONS: Final[tuple[tuple[str, str, Handler, str, str, str], ...]] = (
+    ("POST", f"{V4}/voice/calls", start_call, "voice.call.manage", "Voice", "Start a call"),
+    (
+        "POST",
+        f"{V4}/voice/calls/{{call_id}}/hangup",
+        hangup_call,
+        "voice.call.manage",
+        "Voice",
+        "Hang up an active call",
+    ),
+    ("POST", f"{V4}/campaigns", create_campaign, "campaigns.manage", "Campaigns", "Create"),
+    ("PATCH", _CAMPAIGN, patch_campaign, "campaigns.manage", "Campaigns", "Update a campaign"),
+    ("POST", f"{_CAMPAIGN}/start", _operation("start"), "campaigns.manage", "Campaigns", "Start"),
+    ("POST", f"{_CAMPAIGN}/pause", _operation("pause"), "campaigns.manage", "Campaigns", "Pause"),
+    ("POST", f"{_CAMPAIGN}/stop", _operation("stop"), "campaigns.manage", "Campaigns", "Stop"),
+    ("POST", f"{_CAMPAIGN}/leads", add_leads, "campaigns.manage", "Campaigns", "Add leads"),
+    ("PATCH", f"{_CAMPAIGN}/leads", update_leads, "campaigns.manage", "Campaigns", "Update leads"),
+    ("POST", f"{V4}/messaging/sms", send_sms, "messaging.sms.send", "Messaging", "Send an SMS"),
+    (
+        "POST",
+        f"{V4}/messaging/conversations",
+        create_conversation,
+        "messaging.conversations.manage",
+        "Messaging",
+        "Start a conversation",
+    ),
+    (
+        "POST",
+        f"{V4}/messaging/conversations/{{conversation_id}}/messages",
+        post_message,
+        "messaging.conversations.manage",
+        "Messaging",
+        "Send a conversation message",
+    ),
+    ("POST", f"{V4}/tasks/scheduled_callbacks", schedule_callback, _SCHEDULED, "Tasks", "Schedule"),
+    # The migration mapping's spelling of the same resource.
+    ("POST", f"{V4}/tasks/schedule_callbacks", schedule_callback, _SCHEDULED, "Tasks", "Schedule"),
+    (
+        "POST",
+        f"{V4}/tasks/webhook_failures/{{webhook_failure_id}}/retrigger",
+        retrigger_webhook,
+        _RETRIGGER,
+        "Tasks",
+        "Retrigger a failed webhook",
+    ),
+    # The mapping's spelling and method (GET) for the same action; POST accepted there too.
+    *(
+        (
+            method,
             f"{V4}/tasks/webhooks/failures/{{webhook_failure_id}}/retrigger",
             retrigger_webhook,
-            methods=["GET", "POST"],
-        ),
+            _RETRIGGER,
+            "Tasks",
+            "Retrigger a failed webhook",
+        )
+        for method in ("GET", "POST")
+    ),
+)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route(path, handler, methods=[method], name=summary)
+        for method, path, handler, _scope, _tag, summary in WRITE_OPERATIONS
     ]
