@@ -187,8 +187,8 @@ async def create_campaign(request: Request) -> Response:
 
 
 async def patch_campaign(request: Request) -> Response:
+    body = await _body(request, "campaigns.manage")  # auth before revealing what exists
     campaign_id = _int_path(request, "campaign_id")
-    body = await _body(request, "campaigns.manage")
     state = _state(request)
     with state.lock:
         current = _campaign(state, campaign_id)
@@ -283,8 +283,8 @@ def _writable_campaign(state: SandboxState, campaign_id: int) -> dict[str, Any]:
 
 
 async def add_leads(request: Request) -> Response:
+    body = await _body(request, "campaigns.manage")  # auth before revealing what exists
     campaign_id = _int_path(request, "campaign_id")
-    body = await _body(request, "campaigns.manage")
     state = _state(request)
     errs = FieldErrors()
     leads = _leads_list(errs, body)
@@ -313,8 +313,8 @@ async def add_leads(request: Request) -> Response:
 
 
 async def update_leads(request: Request) -> Response:
+    body = await _body(request, "campaigns.manage")  # auth before revealing what exists
     campaign_id = _int_path(request, "campaign_id")
-    body = await _body(request, "campaigns.manage")
     state = _state(request)
     errs = FieldErrors()
     leads = _leads_list(errs, body)

@@ -740,3 +740,14 @@ def test_created_campaign_is_listed_and_fetchable(api: Api) -> None:
     assert fetched == campaign
     listed = api.request("GET", "/campaigns", params={"limit": 100}).json()["campaigns"]
     assert copy.deepcopy(campaign) in listed
+
+
+def test_auth_comes_before_the_404(sandbox: Sandbox) -> None:
+    anonymous = Api(sandbox, key=None)
+    try:
+        for method in ("PATCH", "POST"):
+            path = "/campaigns/nope" + ("/leads" if method == "POST" else "")
+            assert anonymous.request(method, path, json={}).status_code == 401
+        assert anonymous.post("/campaigns/nope/start").status_code == 401
+    finally:
+        anonymous.close()
