@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AwareDatetime,
@@ -62,6 +62,12 @@ class WriteModel(BaseModel):
     """Base of request bodies: refuse what the API would refuse."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Defaults the server does not apply itself: sent even when the caller left them out.
+    always_sent: ClassVar[tuple[str, ...]] = ()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Count `always_sent` defaults as set, so `to_body()` includes them."""
+        self.__pydantic_fields_set__.update(self.always_sent)
 
     def to_body(self) -> dict[str, Any]:
         """The JSON body: only fields the caller set (explicit nulls included)."""
@@ -488,6 +494,27 @@ class WebhookFailure(ApiModel):
     status: str | None = None
 
 
+class WhatsappTemplate(ApiModel):
+    """A WhatsApp template (fields not shown by the spec)."""
+
+    id: int | str
+    name: str | None = None
+
+
+class CannedMessage(ApiModel):
+    """A canned SMS message (fields not shown by the spec)."""
+
+    id: int | str
+    name: str | None = None
+
+
+class WrapupCode(ApiModel):
+    """A wrap-up code (fields not shown by the spec)."""
+
+    id: int | str
+    name: str | None = None
+
+
 class Conversation(ApiModel):
     """A messaging conversation (shape not shown by the spec; the sandbox's choice)."""
 
@@ -858,6 +885,8 @@ class MediaContent(WriteModel):
 class MessageBody(WriteModel):
     """A conversation message's content; content_data must match content_type."""
 
+    always_sent: ClassVar[tuple[str, ...]] = ("content_type",)
+
     content_type: Literal["text", "audio", "document", "image", "video", "voice"] = "text"
     content_data: TextContent | MediaContent
 
@@ -877,6 +906,8 @@ class NewMessage(MessageBody):
 
 class CreateConversation(WriteModel):
     """POST /messaging/conversations (the sandbox's shape: an outbound WhatsApp text)."""
+
+    always_sent: ClassVar[tuple[str, ...]] = ("channel",)
 
     phone_number: Phone
     channel: Literal["whatsapp"] = "whatsapp"

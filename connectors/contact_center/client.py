@@ -35,6 +35,7 @@ from connectors.contact_center.errors import (
     PaginationError,
     RateLimitedError,
     ResponseShapeError,
+    RetriableAPIError,
     map_response,
     transport_failure,
 )
@@ -55,6 +56,7 @@ from models.resources import (
     Campaign,
     CampaignCreate,
     CampaignPatch,
+    CannedMessage,
     Cdr,
     Conversation,
     CreateConversation,
@@ -75,10 +77,17 @@ from models.resources import (
     Team,
     User,
     WebhookFailure,
+    WhatsappTemplate,
+    WrapupCode,
+    WriteModel,
     iso_ms,
 )
 
 logger = logging.getLogger("connectors.contact_center")
+
+# The sandbox's documented signal of an invalid-cursor fallback (docs/sandbox.md); a real
+# server gives none, so the paginator also checks for page overlap.
+FALLBACK_HEADER = "X-Sandbox-Cursor-Fallback"
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -193,13 +202,12 @@ def _model(model: type[M], raw: Any, what: str) -> M:
         ) from None
 
 
-def _body(payload: BaseModel | Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+def _body(payload: WriteModel | Mapping[str, Any], model: type[WriteModel]) -> dict[str, Any]:
     """Validate a write body client-side (a mapping goes through the strict model first)."""
-    checked = payload if isinstance(payload, BaseModel) else model.model_validate(payload)
+    checked = payload if isinstance(payload, WriteModel) else model.model_validate(payload)
     if not isinstance(checked, model):
         raise TypeError(f"expected {model.__name__}, got {type(checked).__name__}")
-    dumped: dict[str, Any] = checked.model_dump(mode="json", exclude_unset=True, by_alias=True)
-    return dumped
+    return checked.to_body()
 
 
 class ContactCenterClient:
@@ -222,7 +230,7 @@ class ContactCenterClient:
             base_s=settings.backoff_base_s,
             cap_s=settings.backoff_max_s,
         )
-        self.stats: dict[str, int] = {"requests": 0, "retries": 0}
+        self.stats: dict[str, int] = {"requests": 0, "retries": 0, "cursor_fallbacks": 0}
 
     def __repr__(self) -> str:
         return f"ContactCenterClient(base_url={self.settings.base_url!r})"
@@ -311,8 +319,10 @@ class ContactCenterClient:
             wait = self.retry_policy.next_delay(
                 attempt, time.monotonic() - began, error, endpoint.safety
             )
+            # ERROR only for a retriable failure we gave up on; a fatal 4xx is the caller's call.
+            exhausted = wait is None and isinstance(error, RetriableAPIError)
             logger.log(
-                logging.WARNING if wait is not None else logging.ERROR,
+                logging.ERROR if exhausted else logging.WARNING,
                 "%s %s -> %s attempt=%d elapsed_ms=%.1f error=%s %s",
                 endpoint.method,
                 path,
@@ -726,6 +736,11 @@ class ContactCenterClient:
         window = [("started_at[gte]", iso_ms(ws)), ("started_at[lt]", iso_ms(we)), *base]
 
         def parse(response: httpx.Response) -> tuple[bytes, PageInfo]:
+            if response.headers.get(FALLBACK_HEADER):
+                # The server took our cursor as invalid and paged by our offset instead:
+                # harmless (offset = records received), but worth counting.
+                self.stats["cursor_fallbacks"] += 1
+                logger.info("cursor fallback to offset=%d in %s", pager.received, iso_ms(ws))
             body = response.content
             info = read_page_info(body, "cdrs", keys=True)
             if info.total is None:
@@ -793,6 +808,18 @@ class ContactCenterClient:
             "post_message", "message", Message, body, conversation_id=conversation_id
         )
 
+    async def list_all_whatsapp_templates(self) -> list[WhatsappTemplate]:
+        """GET /messaging/whatsapp_templates, every page (record fields not shown)."""
+        return await self._list_all("list_whatsapp_templates", WhatsappTemplate)
+
+    async def list_all_canned_messages(self) -> list[CannedMessage]:
+        """GET /messaging/canned_messages, every page (record fields not shown)."""
+        return await self._list_all("list_canned_messages", CannedMessage)
+
+    async def list_all_wrapup_codes(self) -> list[WrapupCode]:
+        """GET /contact_center/wrapup_codes, every page (record fields not shown)."""
+        return await self._list_all("list_wrapup_codes", WrapupCode)
+
     # --- numbers and billing -----------------------------------------------------------------
 
     async def list_numbers(self, *, limit: int | None = None, offset: int = 0) -> ListPage[Number]:
@@ -829,11 +856,17 @@ class ContactCenterClient:
         body = _body(request, ScheduleCallback)
         return await self._write("schedule_callback", "scheduled_callback", ScheduledCallback, body)
 
-    async def list_webhook_failures(self) -> list[WebhookFailure]:
-        """GET /tasks/webhook_failures (the scope table's spelling); {webhook_failures}."""
-        endpoint = ENDPOINTS["list_webhook_failures"]
-        raw = await self._send(endpoint, _keyed("webhook_failures"))
-        return [_model(WebhookFailure, item, endpoint.path) for item in raw]
+    async def list_webhook_failures(
+        self, *, limit: int | None = None, offset: int = 0
+    ) -> ListPage[WebhookFailure]:
+        """GET /tasks/webhook_failures (the scope table's spelling; one page)."""
+        return await self._list_page(
+            "list_webhook_failures", WebhookFailure, limit=limit, offset=offset
+        )
+
+    async def list_all_webhook_failures(self) -> list[WebhookFailure]:
+        """Every webhook failure."""
+        return await self._list_all("list_webhook_failures", WebhookFailure)
 
     async def retrigger_webhook_failure(self, webhook_failure_id: str | int) -> WebhookFailure:
         """POST /tasks/webhook_failures/{id}/retrigger (the scope table's method and spelling;

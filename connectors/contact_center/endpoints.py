@@ -133,6 +133,31 @@ ENDPOINTS: dict[str, Endpoint] = {
         "messaging.conversations.manage",
         _O,
     ),
+    "list_whatsapp_templates": Endpoint(
+        "GET",
+        f"{_V4}/messaging/whatsapp_templates",
+        "messaging.whatsapp_templates.read",
+        _R,
+        "whatsapp_templates",
+        100,
+    ),
+    "list_canned_messages": Endpoint(
+        "GET",
+        f"{_V4}/messaging/canned_messages",
+        "messaging.canned_messages.read",
+        _R,
+        "canned_messages",
+        100,
+    ),
+    # Contact center
+    "list_wrapup_codes": Endpoint(
+        "GET",
+        f"{_V4}/contact_center/wrapup_codes",
+        "contact_center.wrapup_codes.read",
+        _R,
+        "wrapup_codes",
+        100,
+    ),
     # Numbers
     "list_numbers": Endpoint("GET", f"{_V4}/numbers", "numbers.read", _R, "numbers", 100),
     "list_caller_id_groups": Endpoint(
@@ -145,7 +170,7 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", f"{_V4}/tasks/scheduled_callbacks", "tasks.scheduled_callbacks.manage", _O
     ),
     "list_webhook_failures": Endpoint(
-        "GET", f"{_V4}/tasks/webhook_failures", "tasks.webhooks.read", _R
+        "GET", f"{_V4}/tasks/webhook_failures", "tasks.webhooks.read", _R, "webhook_failures", 100
     ),
     "retrigger_webhook_failure": Endpoint(
         "POST",
