@@ -1,0 +1,62 @@
+"""A real socket: Sandbox.serve() and the `cdrhouse sandbox` command answering curl-like calls."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.connectors.sandbox.conftest import make_sandbox
+
+
+def test_serve_over_a_real_socket() -> None:
+    sandbox = make_sandbox()
+    with sandbox.serve() as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        response = httpx.get(
+            server.base_url + "/api/v4/reporting/cdrs?limit=2",
+            headers={"Authorization": "Bearer sbx-full-access-key"},
+        )
+    assert response.status_code == 200
+    body = response.json()
+    assert len(body["cdrs"]) == 2
+    assert set(body["metadata"]) == {"total", "next_cursor"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_cli_serves_on_a_port_and_prints_url_and_key() -> None:
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "connectors.sandbox.serve", "--port", str(port),
+        "--seed", "7", "--start-date", "2026-11-01", "--days", "2", "--cdrs-per-day", "300",
+        "--api-key", "test-key-123",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}" in first
+        assert "test-key-123" in proc.stdout.readline()
+        url = f"http://127.0.0.1:{port}/api/v4/reporting/cdrs?limit=2"
+        for _ in range(100):
+            try:
+                response = httpx.get(url, headers={"Authorization": "Bearer test-key-123"})
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert response.status_code == 200
+        assert len(response.json()["cdrs"]) == 2
+        assert httpx.get(url, headers={"Authorization": "Bearer nope"}).status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
