@@ -398,14 +398,20 @@ class Fetched:
         self.requests += requests
 
 
+def _rows(models: Sequence[Any]) -> list[dict[str, Any]]:
+    """API models back to records as the API sent them (unknown fields kept)."""
+    return [m.model_dump(mode="json", by_alias=True, exclude_unset=True) for m in models]
+
+
 async def _per_group(
     client: Any, ids: Sequence[Any], method: str, fetched: Fetched, name: str
 ) -> None:
     """Members (or supervisors) of every queue/team; the client bounds its own concurrency."""
     call = getattr(client, method)
     results = await asyncio.gather(*(call(gid) for gid in ids))
-    fetched.put(name, dict(zip(ids, results, strict=True)), requests=len(ids))
-    fetched.records += sum(len(r) for r in results) - 1
+    fetched.data[name] = {gid: _rows(r) for gid, r in zip(ids, results, strict=True)}
+    fetched.records += sum(len(r) for r in results)
+    fetched.requests += len(ids)
 
 
 async def fetch_snapshot(
@@ -415,10 +421,10 @@ async def fetch_snapshot(
     fetched = Fetched()
     async with contact_center.client(log) as client:
         if name == "users":
-            fetched.put("active", await client.list_all_users())
-            fetched.put("deleted", await client.list_all_deleted_users())
+            fetched.put("active", _rows(await client.list_all_users()))
+            fetched.put("deleted", _rows(await client.list_all_deleted_users()))
         elif name in ("queues", "teams"):
-            groups = await getattr(client, f"list_all_{name}")()
+            groups = _rows(await getattr(client, f"list_all_{name}")())
             fetched.put(name, groups)
             ids = [g["id"] for g in groups]
             singular = name[:-1]
@@ -427,9 +433,10 @@ async def fetch_snapshot(
                 client, ids, f"list_all_{singular}_supervisors", fetched, "supervisors"
             )
         elif name == "balance":
-            fetched.put("balance", await client.get_balance())
+            balance = await client.get_balance()
+            fetched.put("balance", balance.model_dump(mode="json", by_alias=True))
         else:
-            fetched.put(name, await getattr(client, f"list_all_{name}")())
+            fetched.put(name, _rows(await getattr(client, f"list_all_{name}")()))
     return fetched
 
 

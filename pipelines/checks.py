@@ -124,7 +124,9 @@ def build_cdr_checks(
         for table, kind in TABLE_TYPES.items():
             rows = read_partition(warehouse, table, _day(context), columns=["id"]).height
             compare[table] = {"rows": rows, "cdrs_of_type": int(by_type.get(kind, 0))}
-        unknown = cdrs.filter(~pl.col("type").is_in(list(TABLE_TYPES.values()))).height
+        unknown = cdrs.filter(
+            ~pl.col("type").is_in(pl.Series(list(TABLE_TYPES.values())).implode())
+        ).height
         typed = sum(v["rows"] for v in compare.values())
         return dg.AssetCheckResult(
             passed=all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
@@ -152,7 +154,7 @@ def build_cdr_checks(
             .drop_nulls()
             .unique()
         )
-        missing = cdr_users.filter(~cdr_users.is_in(users))
+        missing = cdr_users.filter(~cdr_users.is_in(users.implode()))
         return dg.AssetCheckResult(
             passed=missing.len() == 0,
             # A warning: the users snapshot may simply be older than the newest agents.

@@ -132,15 +132,18 @@ def run_ingest(
     data_dir: Path,
     snapshots: bool = True,
     verbose: bool = False,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     on_run: Callable[[RunLine], None] | None = None,
 ) -> IngestReport:
     """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
     run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
     report = IngestReport()
-    plan: list[tuple[str, str, str | None]] = [(k, CDR_JOB, k) for k in keys]
-    if snapshots:
-        plan.append(("snapshots", SNAPSHOT_JOB, None))
+    out = out or sys.stdout
+    # Snapshots first: the CDR checks look CDR users up in the users dimension.
+    plan: list[tuple[str, str, str | None]] = (
+        [("snapshots", SNAPSHOT_JOB, None)] if snapshots else []
+    )
+    plan += [(k, CDR_JOB, k) for k in keys]
     for label, job_name, partition in plan:
         begun = time.perf_counter()
         result = defs.resolve_job_def(job_name).execute_in_process(
@@ -185,13 +188,14 @@ def cmd_ingest(
     *,
     snapshots: bool = True,
     verbose: bool = False,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> int:
+    out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)
     # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
     first_day = min(start_date_from_env(env), start)
-    contact_center, warehouse = resources_from_env(env, first_day)
+    contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
     defs = build_defs(
         contact_center=contact_center,
         warehouse=warehouse,
@@ -241,10 +245,11 @@ def _table_counts(database: Path) -> list[tuple[str, int]]:
         ]
 
 
-def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO = sys.stdout) -> int:
+def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
     """Ingest the last `days` complete days from the sandbox, then show what landed."""
     import duckdb
 
+    out = out or sys.stdout
     today = datetime.now(UTC).date()
     demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)

@@ -71,18 +71,24 @@ def build_defs(
     )
 
 
-def _env_or_none(name: str, env: Mapping[str, str]) -> dg.EnvVar | None:
+def _setting(name: str, env: Mapping[str, str], as_env_var: bool) -> str | dg.EnvVar | None:
     # An EnvVar of an unset variable fails at resource init; unset must mean "sandbox".
-    return dg.EnvVar(name) if env.get(name) else None
+    if not env.get(name):
+        return None
+    return dg.EnvVar(name) if as_env_var else env[name]
 
 
 def resources_from_env(
-    env: Mapping[str, str], start_date: date
+    env: Mapping[str, str], start_date: date, *, as_env_vars: bool = True
 ) -> tuple[ContactCenterResource, WarehouseResource]:
-    """The resources as configured by the environment (see the module docstring)."""
+    """The resources as configured by `env` (see the module docstring).
+
+    With `as_env_vars` (the code location) the API settings are `EnvVar`s, resolved in each
+    run process, so the key never enters config; the CLI passes its own mapping's values.
+    """
     contact_center = ContactCenterResource(
-        base_url=_env_or_none("CC_API_BASE_URL", env),
-        api_key=_env_or_none("CC_API_KEY", env),
+        base_url=_setting("CC_API_BASE_URL", env, as_env_vars),
+        api_key=_setting("CC_API_KEY", env, as_env_vars),
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=int(env.get("CDRHOUSE_SANDBOX_CDRS_PER_DAY") or 2000),
     )

@@ -88,7 +88,7 @@ def clean_faults(served: ServedSandbox) -> Iterator[ServedSandbox]:
 def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.DataFrame:
     """A whole warehouse view, in a stable order, through a fresh read-only connection."""
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
-        frame = con.execute(f'select * from "{table}"').pl()
+        frame = pl.DataFrame(pl.from_arrow(con.sql(f'select * from "{table}"').to_arrow_table()))
     frame = frame.drop([c for c in drop if c in frame.columns])
     keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
     return frame.sort(keys, nulls_last=True) if frame.height else frame
