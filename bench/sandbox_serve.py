@@ -35,14 +35,20 @@ async def walk(client: httpx.AsyncClient, start: datetime, end: datetime) -> tup
     records = nbytes = 0
     cursor: str | None = None
     while True:
-        r = await client.get("/api/v4/reporting/cdrs", params={**params, **({"cursor": cursor} if cursor else {})})
+        r = await client.get(
+            "/api/v4/reporting/cdrs", params={**params, **({"cursor": cursor} if cursor else {})}
+        )
         r.raise_for_status()
         body = r.content
         nbytes += len(body)
         tail = body[body.rfind(b'"metadata":') :]
         # Count records without decoding them: `started_at` occurs once per record.
         records += body.count(b'"started_at":"')
-        cursor = None if b'"next_cursor":null' in tail else tail.split(b'"next_cursor":"')[1].split(b'"')[0].decode()
+        cursor = (
+            None
+            if b'"next_cursor":null' in tail
+            else tail.split(b'"next_cursor":"')[1].split(b'"')[0].decode()
+        )
         if cursor is None:
             return records, nbytes
 
@@ -55,7 +61,9 @@ async def run_pass(base: str, day: date, workers: int) -> tuple[int, int, float]
         queue.put_nowait(w)
     totals = [0, 0]
     limits = httpx.Limits(max_connections=workers)
-    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=60) as client:
+    async with httpx.AsyncClient(
+        base_url=base, headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=60
+    ) as client:
 
         async def worker() -> None:
             while not queue.empty():
@@ -77,8 +85,19 @@ def main() -> None:
     args = ap.parse_args()
     port = free_port()
     day = date(2026, 11, 2)
-    cmd = [sys.executable, "-m", "connectors.sandbox.serve", "--port", str(port), "--start-date", "2026-11-01",
-           "--days", "3", "--cdrs-per-day", str(args.cdrs_per_day)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "connectors.sandbox.serve",
+        "--port",
+        str(port),
+        "--start-date",
+        "2026-11-01",
+        "--days",
+        "3",
+        "--cdrs-per-day",
+        str(args.cdrs_per_day),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -89,15 +108,30 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         t0 = time.perf_counter()
-        r = httpx.get(base + "/api/v4/reporting/cdrs", params={"limit": 1, "started_at[gte]": "2026-11-02T00:00:00Z", "started_at[lt]": "2026-11-03T00:00:00Z"}, headers={"Authorization": f"Bearer {KEY}"}, timeout=120)
-        print(f"cold: generating one day of {args.cdrs_per_day:,} CDRs took {time.perf_counter() - t0:.2f}s (total={r.json()['metadata']['total']:,})")
+        r = httpx.get(
+            base + "/api/v4/reporting/cdrs",
+            params={
+                "limit": 1,
+                "started_at[gte]": "2026-11-02T00:00:00Z",
+                "started_at[lt]": "2026-11-03T00:00:00Z",
+            },
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=120,
+        )
+        print(
+            f"cold: generating one day of {args.cdrs_per_day:,} CDRs took {time.perf_counter() - t0:.2f}s (total={r.json()['metadata']['total']:,})"
+        )
         best = 0.0
         for i in range(args.passes):
             n, nb, dt = asyncio.run(run_pass(base, day, args.workers))
             rate = n / dt
             best = max(best, rate)
-            print(f"pass {i + 1}: {n:,} CDRs, {nb / 1e6:.0f} MB in {dt:.2f}s -> {rate:,.0f} CDRs/s ({nb / dt / 1e6:.0f} MB/s)")
-        print(f"warm served CDRs/s (best of {args.passes}, limit=1000, {args.workers} clients): {best:,.0f}")
+            print(
+                f"pass {i + 1}: {n:,} CDRs, {nb / 1e6:.0f} MB in {dt:.2f}s -> {rate:,.0f} CDRs/s ({nb / dt / 1e6:.0f} MB/s)"
+            )
+        print(
+            f"warm served CDRs/s (best of {args.passes}, limit=1000, {args.workers} clients): {best:,.0f}"
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -75,9 +75,7 @@ def run(args: argparse.Namespace) -> int:
         f"cdrs_per_day={config.cdrs_per_day}",
         flush=True,
     )
-    uvicorn.run(
-        sandbox.app, host=args.host, port=args.port, log_level="warning", access_log=False
-    )
+    uvicorn.run(sandbox.app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 
 
