@@ -1,0 +1,263 @@
+"""The connector under the sandbox's fault knobs: retries, exactly-once CDRs, no duplicate SMS."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from connectors.contact_center import (
+    AuthenticationError,
+    CdrPage,
+    ContactCenterClient,
+    PaginationError,
+    RetriableAPIError,
+    ServerError,
+)
+from connectors.sandbox import Sandbox
+from connectors.sandbox.faults import FaultConfig
+from models.resources import SendSms
+
+from .conftest import day, make_client, make_sandbox
+
+PHONE = "31612345678"
+
+
+async def _collect(client: ContactCenterClient, start: datetime, end: datetime) -> list[CdrPage]:
+    return [page async for page in client.fetch_cdr_pages(start, end)]
+
+
+def fetch_ids(
+    sandbox: Sandbox, start: datetime, end: datetime, **kw: Any
+) -> tuple[Counter[str], dict[str, int], list[CdrPage]]:
+    """CDR ids (with multiplicity) read from the raw page bodies, plus client stats."""
+
+    async def main() -> tuple[list[CdrPage], dict[str, int]]:
+        async with make_client(sandbox, **kw) as client:
+            return await _collect(client, start, end), dict(client.stats)
+
+    pages, stats = asyncio.run(main())
+    ids: Counter[str] = Counter()
+    for page in pages:
+        records = orjson.loads(page.body)["cdrs"]
+        assert len(records) == page.count
+        ids.update(r["id"] for r in records)
+    return ids, stats, pages
+
+
+KNOBS = [
+    "error_429_rate",
+    "error_5xx_rate",
+    "reset_rate",
+    "truncate_rate",
+    "html_rate",
+    "empty_body_rate",
+    "missing_key_rate",
+    "cursor_invalid_rate",
+]
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_cdr_fetch_is_exact_under_each_fault(knob: str) -> None:
+    sandbox = make_sandbox(cdrs_per_day=3000, days=1)
+    start, end = day()
+    truth = set(sandbox.truth_cdrs(start, end))
+    sandbox.faults = FaultConfig(**{knob: 0.3})
+    ids, stats, _ = fetch_ids(sandbox, start, end, page_size=200, sub_window=timedelta(hours=3))
+    assert set(ids) == truth
+    assert max(ids.values()) == 1
+    if knob == "cursor_invalid_rate":
+        assert stats["cursor_fallbacks"] > 0
+    else:
+        assert stats["retries"] > 0
+
+
+@pytest.mark.parametrize("knob", ["error_429_rate", "error_5xx_rate", "reset_rate", "html_rate"])
+def test_dimension_lists_survive_each_fault(knob: str) -> None:
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    sandbox.faults = FaultConfig(**{knob: 0.3})
+
+    async def main() -> tuple[int, int]:
+        async with make_client(sandbox) as client:
+            users = await client.list_all_users()
+            for _ in range(5):
+                await client.get_balance()
+            return len(users), client.stats["retries"]
+
+    count, retries = asyncio.run(main())
+    assert count == len(sandbox.dataset.users)
+    assert retries > 0
+
+
+def test_parallel_day_fetch_exact_with_429_storm_and_latency() -> None:
+    sandbox = make_sandbox(cdrs_per_day=4000, days=2)
+    start, _ = day(0)
+    end = start + timedelta(days=2)
+    truth = sandbox.truth_cdrs(start, end)
+    sandbox.faults = FaultConfig(error_429_rate=0.3, retry_after_s=0.01, latency_ms=2, jitter_ms=3)
+    ids, stats, pages = fetch_ids(sandbox, start, end, concurrency=8, page_size=250)
+    assert set(ids) == set(truth)
+    assert sum(ids.values()) == len(truth)  # no duplicates
+    assert stats["retries"] > 0
+    # The day-edge records (00:00:00.000 and 23:59:59.999) arrive exactly once.
+    edges = []
+    for page in pages:
+        for rec in orjson.loads(page.body)["cdrs"]:
+            if rec["started_at"].endswith(("T00:00:00.000Z", "T23:59:59.999Z")):
+                edges.append(rec["id"])
+    assert len(edges) == len(set(edges)) >= 4
+    # Every sub-window's pages carry its total, and the last page says so.
+    by_window: dict[datetime, list[CdrPage]] = {}
+    for page in pages:
+        by_window.setdefault(page.window_start, []).append(page)
+    assert len(by_window) == 48
+    for window_pages in by_window.values():
+        window_pages.sort(key=lambda p: p.page_index)
+        assert [p.page_index for p in window_pages] == list(range(len(window_pages)))
+        assert window_pages[-1].last
+        assert sum(p.count for p in window_pages) == window_pages[-1].total
+
+
+def test_cursor_paging_past_the_offset_window() -> None:
+    # One sub-window of 12,000 CDRs: offset paging alone would stop at 10,000.
+    sandbox = make_sandbox(cdrs_per_day=12_000, days=1)
+    start, end = day()
+    truth = set(sandbox.truth_cdrs(start, end))
+    assert len(truth) > 10_000
+    sandbox.faults = FaultConfig(cursor_invalid_rate=0.3)
+    ids, stats, pages = fetch_ids(sandbox, start, end, sub_window=timedelta(days=1))
+    assert set(ids) == truth
+    assert max(ids.values()) == 1
+    assert len(pages) == 12
+    assert stats["cursor_fallbacks"] > 0
+
+
+def test_total_mismatch_is_a_pagination_error() -> None:
+    sandbox = make_sandbox(cdrs_per_day=500, days=1)
+    sandbox.faults = FaultConfig(total_mismatch=3)
+    start, end = day()
+    with pytest.raises(PaginationError, match="metadata"):
+        fetch_ids(sandbox, start, end)
+
+
+def test_sms_is_never_sent_twice_under_resets_and_5xx() -> None:
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    sandbox.faults = FaultConfig(
+        reset_rate=0.3, error_5xx_rate=0.3, paths=("/api/v4/messaging/sms",)
+    )
+    attempts = 40
+
+    async def main() -> tuple[int, int, int]:
+        ok = failed = 0
+        async with make_client(sandbox) as client:
+            for i in range(attempts):
+                try:
+                    await client.send_sms(SendSms.text(PHONE, f"message {i}"))
+                    ok += 1
+                except RetriableAPIError:
+                    failed += 1
+            return ok, failed, client.stats["requests"]
+
+    ok, failed, requests = asyncio.run(main())
+    assert failed > 0
+    assert requests == attempts  # one request per SMS: nothing was retried
+    assert sandbox.counters["sms_received"] == ok
+
+
+def test_sms_is_retried_when_it_never_left() -> None:
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    inner = sandbox.transport()
+    refused = {"left": 2}
+
+    class RefuseTwice(httpx.AsyncBaseTransport):
+        # A connect error happens before any byte is sent: provably safe to retry.
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if refused["left"]:
+                refused["left"] -= 1
+                raise httpx.ConnectError("connection refused", request=request)
+            return await inner.handle_async_request(request)
+
+    async def main() -> str:
+        async with make_client(sandbox, transport=RefuseTwice()) as client:
+            return (await client.send_sms(SendSms.text(PHONE, "hi"))).id
+
+    assert asyncio.run(main())
+    assert sandbox.counters["sms_received"] == 1
+
+
+def test_client_rate_limit_prevents_server_429s() -> None:
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    sandbox.faults = FaultConfig(rate_limit_rps=40, rate_limit_burst=5)
+
+    async def burst(**kw: Any) -> tuple[int, int]:
+        async with make_client(sandbox, **kw) as client:
+            calls = (client.get_balance() for _ in range(30))
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            failures = sum(isinstance(r, BaseException) for r in results)
+            return client.stats["retries"], failures
+
+    retries, _ = asyncio.run(burst())
+    assert retries > 0  # unthrottled: the server answers 429
+    # Re-setting the faults gives the server a fresh bucket.
+    sandbox.faults = FaultConfig(rate_limit_rps=40, rate_limit_burst=5)
+    assert asyncio.run(burst(rate_limit_rps=30, rate_limit_burst=5)) == (0, 0)
+
+
+def test_key_never_leaks_into_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture) -> None:
+    key = "sk-RECOGNIZABLE-SECRET-4242"
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+
+    async def fail_401() -> None:
+        async with make_client(sandbox, key=key) as client:
+            texts.append(repr(client))
+            texts.append(repr(client.settings))
+            await client.get_balance()
+
+    with pytest.raises(AuthenticationError) as unauthorized:
+        asyncio.run(fail_401())
+    # 5xx on every request (the fault middleware answers before the key is checked).
+    sandbox.faults = FaultConfig(error_5xx_rate=1.0)
+
+    async def fail_5xx() -> None:
+        async with make_client(sandbox, key=key, max_attempts=3) as client:
+            await client.list_all_users()
+
+    with pytest.raises(ServerError) as exhausted:
+        asyncio.run(fail_5xx())
+    for exc in (unauthorized.value, exhausted.value):
+        texts.append(str(exc))
+        texts.append(repr(exc))
+        texts.append("".join(traceback.format_exception(exc)))
+    texts.extend(r.getMessage() for r in caplog.records)
+    texts.append(caplog.text)
+    assert caplog.records  # the run did log
+    assert sum(text.count(key) for text in texts) == 0
+
+
+def test_over_a_real_loopback_socket_with_resets() -> None:
+    sandbox = make_sandbox(cdrs_per_day=2000, days=1)
+    start, end = day()
+    truth = set(sandbox.truth_cdrs(start, end))
+    sandbox.faults = FaultConfig(reset_rate=0.2, error_5xx_rate=0.2)
+    with sandbox.serve() as server:
+
+        async def main() -> tuple[list[CdrPage], int]:
+            client = make_client(
+                sandbox, base_url=server.base_url, transport=httpx.AsyncHTTPTransport()
+            )
+            async with client:
+                return await _collect(client, start, end), client.stats["retries"]
+
+        pages, retries = asyncio.run(main())
+    ids = [r["id"] for page in pages for r in orjson.loads(page.body)["cdrs"]]
+    assert sorted(ids) == sorted(truth)
+    assert retries > 0
