@@ -230,6 +230,8 @@ class ContactCenterClient:
             base_s=settings.backoff_base_s,
             cap_s=settings.backoff_max_s,
         )
+        # In-flight requests of this client, whoever calls: CDR workers or gathered list calls.
+        self._inflight = asyncio.Semaphore(settings.concurrency)
         self.stats: dict[str, int] = {"requests": 0, "retries": 0, "cursor_fallbacks": 0}
 
     def __repr__(self) -> str:
@@ -289,9 +291,10 @@ class ContactCenterClient:
             cause: BaseException | None = None
             self.stats["requests"] += 1
             try:
-                response = await self._http.request(
-                    endpoint.method, path, params=query, content=content, headers=headers
-                )
+                async with self._inflight:
+                    response = await self._http.request(
+                        endpoint.method, path, params=query, content=content, headers=headers
+                    )
                 status = response.status_code
                 map_response(response, endpoint.scope, path=path)
                 result = parse(response)
