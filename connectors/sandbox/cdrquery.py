@@ -416,7 +416,8 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
             continue
         idx: Sequence[int] = range(i0, i1)
         if flt.by_columns:
-            key = (flt.key(), d, id(day), i0, i1, drift and faults.drift_unknown_type_rate)
+            version = sandbox.state.dynamic_version
+            key = (flt.key(), d, id(day), version, i0, i1, drift and faults.drift_unknown_type_rate)
             hit = cache.lists.get(key)
             if hit is None:
                 hit = [i for i in idx if _match(sandbox, day, i, flt, drift)]
