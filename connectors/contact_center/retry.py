@@ -35,6 +35,10 @@ def is_retriable(error: Exception, safety: Safety) -> bool:
     if not isinstance(error, RetriableAPIError):
         return False
     if safety is Safety.ONCE:
+        # A 429 is the server refusing the request before acting on it (the spec's documented
+        # rate limit), so it is as safe to resend as a request that never left.
+        if isinstance(error, RateLimitedError):
+            return True
         return isinstance(error, TransportFailure) and error.never_sent
     return True
 

@@ -32,7 +32,7 @@ ERRORS = {
 RETRIED = {
     Safety.READ: {"429", "5xx", "reset", "connect", "bad-body"},
     Safety.IDEMPOTENT: {"429", "5xx", "reset", "connect", "bad-body"},
-    Safety.ONCE: {"connect"},
+    Safety.ONCE: {"connect", "429"},  # a 429 is a refusal before any action
 }
 
 
