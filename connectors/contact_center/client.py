@@ -790,8 +790,8 @@ class ContactCenterClient:
 
     async def send_sms(self, request: SendSms | Mapping[str, Any]) -> SmsRef:
         """POST /messaging/sms ({sms: {id}}; the sandbox answers 201, the spec says only
-        "200-class"). Retried only when the request provably never left (connect errors): a
-        5xx, a reset or a 429 raise, because the SMS may already be on its way."""
+        "200-class"). Retried only after a 429 (a refusal) or when the request provably never
+        left (connect errors): a 5xx or a reset raise, because the SMS may already be sent."""
         return await self._write("send_sms", "sms", SmsRef, _body(request, SendSms))
 
     async def create_conversation(

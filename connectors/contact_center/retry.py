@@ -9,9 +9,9 @@ Which requests are retried (by `Safety`, see endpoints.py):
   campaign start/stop/pause transitions, hangup, webhook retrigger, PATCH of leads) is retried
   only when the request provably never reached the server: connect error, connect timeout, pool
   timeout. A 5xx, a reset or a read timeout may come after the server acted, so a retry could
-  send an SMS or start a call twice; a 429 also reached the server, and the spec does not
-  promise that nothing was done, so it is not retried either. The caller gets the error and
-  decides (e.g. look the SMS up before sending again).
+  send an SMS or start a call twice, so the caller gets the error and decides (e.g. look the
+  SMS up before sending again). A 429 is the one server answer that is retried: the spec names
+  it a refusal ("Clients should retry 429 with growing backoff"), so nothing was done.
 
 Waits are exponential with full jitter (uniform in [0, min(cap, base * 2**n)]), replaced by the
 server's Retry-After when it sent one; attempts and total time are both capped.
