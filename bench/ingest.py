@@ -1,0 +1,451 @@
+"""Ingest benchmark: the real CDR ingestion against a sandbox served on loopback.
+
+    python -m bench.ingest --scenario zero-latency|wan|large-day|week [--cdrs-per-day N]
+
+Processes (the machine has 2 cores, so who burns CPU where matters):
+
+* the **sandbox** runs as its own process (`python -m connectors.sandbox.serve`, a real uvicorn
+  socket): its CPU is not charged to the ingest, and it is warmed (every day generated) before
+  anything is timed; faults are switched on through `/_sandbox/faults` only after warming;
+* the **ingest** runs in a fresh child process (multiprocessing, spawn), so its wall time, CPU
+  time (`getrusage`) and peak RSS (`ru_maxrss`) are its own. For `zero-latency`, `wan` and
+  `large-day` it is the body of the `raw_cdrs` asset without Dagster's event bookkeeping:
+  `ContactCenterResource.client` -> `fetch_cdr_pages` -> `decode_page` -> the lake's atomic
+  partition writer -> `WarehouseResource.refresh_warehouse()` (DuckDB views). `week` runs the
+  whole `cdrhouse ingest` command (Dagster runs, normalization, checks) as a subprocess;
+* the **floors** are measured in this (parent) process after the ingest, with the sandbox idle.
+
+Floors, from the same run:
+
+* CPU floor: the same page bytes, already in memory, parsed with `polars.read_json` and written
+  to one Parquet file, in one process. Ratio = cdrhouse rows/s / floor rows/s (higher is better).
+  For scenarios of more than `FLOOR_MAX_PAGES` pages the floor is measured on that many pages.
+* Network floor: `pages / R`, or `pages x L / concurrency` when larger (L = mean latency incl.
+  jitter). Ratio = wall / floor (lower is better). No latency and no rate limit: no floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+KEY = "sbx-full-access-key"
+CDRS_PATH = "/api/v4/reporting/cdrs"
+CONCURRENCY = 8  # ContactCenterResource's default; the network floor divides by it
+FLOOR_MAX_PAGES = 200
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    days: int
+    cdrs_per_day: int
+    faults: dict[str, Any] = field(default_factory=dict)
+    client_rps: float | None = None  # the client's configured rate limit (a user setting)
+    via_cli: bool = False
+    reference_cdrs_per_day: int | None = None  # large-day: RSS compared with this day size
+
+
+SCENARIOS = {
+    "zero-latency": Scenario("zero-latency", 1, 200_000),
+    "wan": Scenario(
+        "wan",
+        1,
+        200_000,
+        faults={"latency_ms": 50.0, "jitter_ms": 20.0, "rate_limit_rps": 20.0},
+        client_rps=20.0,
+    ),
+    "large-day": Scenario("large-day", 1, 1_000_000, reference_cdrs_per_day=100_000),
+    "week": Scenario("week", 7, 200_000, via_cli=True),
+}
+
+
+@dataclass
+class Result:
+    label: str
+    rows: int = 0
+    pages: int = 0
+    requests: int = 0
+    bytes: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    sandbox_cpu_s: float = 0.0
+    warehouse_rows: int = 0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.wall_s if self.wall_s else 0.0
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServedSandbox:
+    """`python -m connectors.sandbox.serve` in its own process, plus its admin routes."""
+
+    def __init__(self, start: date, days: int, cdrs_per_day: int) -> None:
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        cmd = [
+            sys.executable, "-m", "connectors.sandbox.serve", "--port", str(self.port),
+            "--start-date", start.isoformat(), "--days", str(days),
+            "--cdrs-per-day", str(cdrs_per_day),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        for _ in range(600):
+            try:
+                httpx.get(self.base_url + "/_sandbox/counters", timeout=1)
+                return
+            except httpx.TransportError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("the sandbox process exited") from None
+                time.sleep(0.1)
+        raise RuntimeError("the sandbox did not start")
+
+    def warm(self, days: Sequence[date]) -> float:
+        """Generate every day (first use builds it); returns the seconds it took."""
+        began = time.perf_counter()
+        for d in days:
+            params = {"limit": "1", "started_at[gte]": f"{d}T00:00:00Z"}
+            params["started_at[lt]"] = f"{d + timedelta(days=1)}T00:00:00Z"
+            r = httpx.get(
+                self.base_url + CDRS_PATH,
+                params=params,
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=600,
+            )
+            r.raise_for_status()
+        return time.perf_counter() - began
+
+    def set_faults(self, faults: dict[str, Any]) -> None:
+        httpx.put(self.base_url + "/_sandbox/faults", json=faults, timeout=10).raise_for_status()
+
+    def cdr_requests(self) -> int:
+        counters = httpx.get(self.base_url + "/_sandbox/counters", timeout=10).json()
+        requests = counters.get("requests", counters)
+        return int(requests.get(CDRS_PATH, 0)) if isinstance(requests, dict) else 0
+
+    def cpu_s(self) -> float:
+        import psutil  # type: ignore[import-untyped]
+
+        t = psutil.Process(self.proc.pid).cpu_times()
+        return float(t.user + t.system)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+# --------------------------------------------------------------------------- the ingest
+
+
+def _cpu_now() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _raw_ingest_child(
+    conn: Connection, base_url: str, day: date, data_dir: str, rps: float | None
+) -> None:
+    """The `raw_cdrs` asset's work for one day, in a fresh process; sends back the figures."""
+    from pipelines.assets import RAW_CDRS, _pull_day
+    from pipelines.resources import ContactCenterResource, WarehouseResource
+
+    contact_center = ContactCenterResource(base_url=base_url, api_key=KEY, rate_limit_rps=rps)
+    warehouse = WarehouseResource(data_dir=data_dir)
+    log = logging.getLogger("bench.ingest")
+    began, cpu0 = time.perf_counter(), _cpu_now()
+    with warehouse.lake().writer(RAW_CDRS, f"date={day}") as writer:
+        stats = asyncio.run(_pull_day(contact_center, log, day.isoformat(), writer.write))  # type: ignore[arg-type]
+    warehouse.refresh_warehouse()
+    wall, cpu = time.perf_counter() - began, _cpu_now() - cpu0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    conn.send(
+        {"rows": stats.rows, "pages": stats.pages, "bytes": stats.bytes, "wall_s": wall,
+         "cpu_s": cpu, "peak_rss_mb": peak_mb}
+    )  # fmt: skip
+    conn.close()
+
+
+def run_raw_ingest(sb: ServedSandbox, day: date, rps: float | None, label: str) -> Result:
+    with tempfile.TemporaryDirectory(prefix="cdrhouse-bench-") as data_dir:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe(duplex=False)
+        requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
+        proc = ctx.Process(target=_raw_ingest_child, args=(child, sb.base_url, day, data_dir, rps))
+        proc.start()
+        child.close()
+        figures = parent.recv()
+        proc.join()
+        if proc.exitcode != 0:
+            raise RuntimeError(f"ingest child failed with exit code {proc.exitcode}")
+        result = Result(label=label, **figures)
+        result.requests = sb.cdr_requests() - requests0
+        result.sandbox_cpu_s = sb.cpu_s() - sb_cpu0
+        result.warehouse_rows = _count(Path(data_dir) / "warehouse.duckdb", "raw_cdrs")
+    return result
+
+
+def run_cli_ingest(sb: ServedSandbox, start: date, end: date, label: str) -> Result:
+    """`cdrhouse ingest --start --end --no-snapshots` against the served sandbox."""
+    with tempfile.TemporaryDirectory(prefix="cdrhouse-bench-") as data_dir:
+        env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+        env |= {"CC_API_BASE_URL": sb.base_url, "CC_API_KEY": KEY, "CDRHOUSE_DATA_DIR": data_dir}
+        exe = shutil.which("cdrhouse", path=str(Path(sys.executable).parent))
+        cmd = [exe] if exe else [sys.executable, "-m", "pipelines.cli"]
+        cmd += ["ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"]
+        requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        output = proc.stdout.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - began
+        if proc.returncode != 0:
+            raise RuntimeError(f"cdrhouse ingest failed ({proc.returncode}):\n{output}")
+        database = Path(data_dir) / "warehouse.duckdb"
+        rows = _count(database, "raw_cdrs")
+        result = Result(
+            label=label,
+            rows=rows,
+            wall_s=wall,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            peak_rss_mb=usage.ru_maxrss / 1024,
+            warehouse_rows=_count(database, "cdrs"),
+        )
+        result.requests = result.pages = sb.cdr_requests() - requests0
+        result.sandbox_cpu_s = sb.cpu_s() - sb_cpu0
+    return result
+
+
+def _count(database: Path, table: str) -> int:
+    import duckdb
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        row = con.execute(f'select count(*) from "{table}"').fetchone()
+    return int(row[0]) if row else 0
+
+
+# --------------------------------------------------------------------------- floors
+
+
+async def _fetch_bodies(base_url: str, day: date, max_pages: int) -> list[bytes]:
+    from connectors.contact_center import ContactCenterClient
+    from connectors.contact_center.settings import ClientSettings
+
+    settings = ClientSettings(base_url=base_url, api_key=KEY)
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    bodies: list[bytes] = []
+    async with ContactCenterClient(settings) as client:
+        async for page in client.fetch_cdr_pages(start, start + timedelta(days=1)):
+            if page.count:
+                bodies.append(page.body)
+            if len(bodies) >= max_pages:
+                break
+    return bodies
+
+
+def cpu_floor(bodies: list[bytes], repeats: int = 2) -> tuple[int, float]:
+    """(rows, best seconds): polars.read_json of every page, then one Parquet file."""
+    import polars as pl
+
+    best = float("inf")
+    rows = 0
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="cdrhouse-floor-") as tmp:
+            began = time.perf_counter()
+            frames = [
+                pl.read_json(body).select(pl.col("cdrs").explode()).unnest("cdrs")
+                for body in bodies
+            ]
+            frame = pl.concat(frames, how="diagonal_relaxed")
+            frame.write_parquet(Path(tmp) / "floor.parquet")
+            best = min(best, time.perf_counter() - began)
+            rows = frame.height
+            del frames, frame
+    return rows, best
+
+
+def network_floor(scenario: Scenario, pages: int) -> float | None:
+    latency_s = (
+        scenario.faults.get("latency_ms", 0.0) + scenario.faults.get("jitter_ms", 0.0) / 2
+    ) / 1000
+    rps = scenario.faults.get("rate_limit_rps")
+    floors = [pages * latency_s / CONCURRENCY] if latency_s else []
+    if rps:
+        floors.append(pages / rps)
+    return max(floors) if floors else None
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _table(
+    scenario: Scenario,
+    results: list[Result],
+    floor: tuple[int, float, int],
+    net: dict[str, float | None],
+) -> str:
+    floor_rows, floor_s, floor_pages = floor
+    floor_rate = floor_rows / floor_s
+    head = (
+        f"{'run':<24} {'rows':>10} {'wall s':>8} {'CPU s':>8} {'rows/s':>10} "
+        f"{'peak RSS MB':>11} {'pages':>6} {'req':>6} {'sbx CPU s':>9} "
+        f"{'x CPU floor':>11} {'net floor s':>11} {'x net floor':>11}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        nf = net.get(r.label)
+        lines.append(
+            f"{r.label:<24} {r.rows:>10,} {r.wall_s:>8.2f} {r.cpu_s:>8.2f} {r.rows_per_s:>10,.0f} "
+            f"{r.peak_rss_mb:>11.0f} {r.pages:>6} {r.requests:>6} {r.sandbox_cpu_s:>9.2f} "
+            f"{r.rows_per_s / floor_rate:>11.2f} "
+            f"{(f'{nf:.2f}' if nf else '-'):>11} {(f'{r.wall_s / nf:.2f}' if nf else '-'):>11}"
+        )
+    lines.append(
+        f"CPU floor (polars.read_json + write_parquet, one process, {floor_pages} pages in "
+        f"memory): {floor_rows:,} rows in {floor_s:.2f}s = {floor_rate:,.0f} rows/s"
+    )
+    return "\n".join(lines)
+
+
+def _targets(
+    scenario: Scenario, results: list[Result], floor_rate: float, net: dict[str, float | None]
+) -> list[str]:
+    main = results[-1]
+    out: list[str] = []
+    if scenario.name == "zero-latency":
+        ratio = main.rows_per_s / floor_rate
+        out.append(
+            f"target rows/s >= 0.6 x CPU floor: {ratio:.2f} -> {'MET' if ratio >= 0.6 else 'MISSED'}"
+        )
+    if scenario.name == "wan":
+        nf = net[main.label]
+        assert nf is not None
+        ratio = main.wall_s / nf
+        out.append(
+            f"target wall <= 1.2 x network floor: {ratio:.2f} -> {'MET' if ratio <= 1.2 else 'MISSED'}"
+        )
+    if scenario.name == "large-day":
+        ref = results[0]
+        growth = main.peak_rss_mb / ref.peak_rss_mb - 1
+        ok = main.peak_rss_mb <= 400 and growth <= 0.20
+        out.append(
+            f"target peak RSS <= 400 MB and <= +20% of the {ref.rows:,}-row day: "
+            f"{main.peak_rss_mb:.0f} MB, {growth:+.0%} -> {'MET' if ok else 'MISSED'}"
+        )
+    for r in results:
+        if r.warehouse_rows != r.rows and r.label != "week":
+            out.append(
+                f"WARNING {r.label}: warehouse has {r.warehouse_rows:,} rows, ingest said {r.rows:,}"
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def run(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
+    per_day = cdrs_per_day or scenario.cdrs_per_day
+    today = datetime.now(UTC).date()
+    # Whole past days, at least two back, so every CDR of them is visible (ended) already.
+    first = today - timedelta(days=scenario.days + 2)
+    days = [first + timedelta(days=i) for i in range(scenario.days)]
+    results: list[Result] = []
+    net: dict[str, float | None] = {}
+    runs: list[tuple[int, str]] = []
+    if scenario.reference_cdrs_per_day:
+        ref = scenario.reference_cdrs_per_day * per_day // scenario.cdrs_per_day
+        runs.append((ref, f"{scenario.name} ({ref // 1000}k ref)"))
+    runs.append((per_day, scenario.name))
+    bodies: list[bytes] = []
+    for size, label in runs:
+        sb = ServedSandbox(first, scenario.days + 1, size)
+        try:
+            warm = sb.warm(days)
+            print(
+                f"[{label}] sandbox warmed: {len(days)} day(s) of {size:,} CDRs in {warm:.1f}s",
+                flush=True,
+            )
+            if scenario.faults:
+                sb.set_faults(scenario.faults)
+            if scenario.via_cli:
+                result = run_cli_ingest(sb, days[0], days[-1] + timedelta(days=1), label)
+            else:
+                result = run_raw_ingest(sb, days[0], scenario.client_rps, label)
+            if scenario.faults:
+                sb.set_faults({})
+            net[label] = network_floor(scenario, result.pages)
+            results.append(result)
+            print(
+                f"[{label}] ingest done: {result.rows:,} rows in {result.wall_s:.2f}s", flush=True
+            )
+            if size == per_day:
+                bodies = asyncio.run(_fetch_bodies(sb.base_url, days[0], FLOOR_MAX_PAGES))
+        finally:
+            sb.close()
+    rows, seconds = cpu_floor(bodies)
+    table = _table(scenario, results, (rows, seconds, len(bodies)), net)
+    verdicts = _targets(scenario, results, rows / seconds, net)
+    load = os.getloadavg()[0]
+    print(f"\nscenario {scenario.name}: {scenario.days} day(s) x {per_day:,} CDRs; "
+          f"load average at the end {load:.1f} (2 cores)\n{table}")  # fmt: skip
+    for line in verdicts:
+        print(line)
+    return {
+        "scenario": scenario.name,
+        "cdrs_per_day": per_day,
+        "results": [asdict(r) | {"rows_per_s": r.rows_per_s} for r in results],
+        "cpu_floor_rows_per_s": rows / seconds,
+        "network_floor_s": net,
+        "load_avg": load,
+        "verdicts": verdicts,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.ingest", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    parser.add_argument("--cdrs-per-day", type=int, default=None, help="override (quick runs)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+    summary = run(SCENARIOS[args.scenario], args.cdrs_per_day)
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
