@@ -1,0 +1,193 @@
+"""Start a real `dagster dev` (webserver + daemon) on loopback for UI and GraphQL tests.
+
+The process runs against the in-process sandbox (no `CC_API_BASE_URL`), with a temporary
+`DAGSTER_HOME` holding the repository's own `dagster.yaml` and a temporary data dir, so the test
+exercises the same instance configuration users get from `make dev`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
+STARTUP_TIMEOUT_S = 120.0
+# `dagster dev` forwards SIGTERM to its webserver and daemon, which take a few seconds to stop.
+STOP_GRACE_S = 15.0
+# Variables that would point the code location at a real cluster or a stray instance.
+_SCRUBBED_ENV = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_DATA_DIR")
+
+BACKFILL_DONE = frozenset({"COMPLETED", "COMPLETED_SUCCESS"})
+BACKFILL_FAILED = frozenset({"FAILED", "COMPLETED_FAILED", "CANCELED"})
+
+BACKFILL_STATUS_QUERY = """
+query BackfillStatus($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill { id status numPartitions }
+    ... on PythonError { message }
+    ... on BackfillNotFoundError { message }
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class DagsterDev:
+    """A running `dagster dev`: where it answers and where its files are."""
+
+    url: str
+    home: Path
+    data_dir: Path
+    log_path: Path
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """POST a GraphQL document, as an automation user would, and return `data`."""
+        response = httpx.post(
+            f"{self.url}/graphql",
+            json={"query": query, "variables": dict(variables or {})},
+            timeout=30.0,
+        )
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        assert not body.get("errors"), body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+    def backfill_status(self, backfill_id: str) -> str:
+        result = self.graphql(BACKFILL_STATUS_QUERY, {"id": backfill_id})
+        node = result["partitionBackfillOrError"]
+        assert node["__typename"] == "PartitionBackfill", node
+        status: str = node["status"]
+        return status
+
+    def wait_for_backfill(self, backfill_id: str, timeout_s: float = 240.0) -> str:
+        """Poll until the backfill leaves REQUESTED; fail with the server log on timeout."""
+        deadline = time.monotonic() + timeout_s
+        status = "UNKNOWN"
+        while time.monotonic() < deadline:
+            status = self.backfill_status(backfill_id)
+            if status in BACKFILL_DONE or status in BACKFILL_FAILED:
+                return status
+            time.sleep(2.0)
+        raise AssertionError(
+            f"backfill {backfill_id} still {status} after {timeout_s:.0f}s\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no dagster dev log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _environment(home: Path, data_dir: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env.update(
+        DAGSTER_HOME=str(home),
+        CDRHOUSE_DATA_DIR=str(data_dir),
+        # Run subprocesses import the code location from the repo, whatever the cwd.
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
+    )
+    env.update(extra)
+    return env
+
+
+def _wait_until_serving(proc: subprocess.Popen[bytes], dev: DagsterDev) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dagster dev exited with {proc.returncode}\n{dev.log_tail()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{dev.url}/server_info", timeout=2.0).status_code == 200:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"dagster dev did not answer in {STARTUP_TIMEOUT_S:.0f}s\n{dev.log_tail()}")
+
+
+def _wait_until_loaded(dev: DagsterDev) -> None:
+    """The webserver answers before the code location has loaded; wait for the location too."""
+    query = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        entries = dev.graphql(query)["workspaceOrError"].get("locationEntries") or []
+        if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"code location did not load\n{dev.log_tail()}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole process group, then SIGKILL it if it lingers."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    # The run workers may outlive the parent; clear the group either way.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def run_dagster_dev(
+    workdir: Path,
+    *,
+    module: str = "pipelines.definitions",
+    instance_yaml: Path = REPO_ROOT / "dagster.yaml",
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[DagsterDev]:
+    """Run `dagster dev -m MODULE` on a free loopback port until the block exits."""
+    home = workdir / "dagster_home"
+    data_dir = workdir / "data"
+    home.mkdir(parents=True)
+    data_dir.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(instance_yaml.read_text())
+    port = free_port()
+    dev = DagsterDev(
+        url=f"http://127.0.0.1:{port}",
+        home=home,
+        data_dir=data_dir,
+        log_path=workdir / "dagster_dev.log",
+    )
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", module, "-h", "127.0.0.1", "-p", str(port)]
+    with dev.log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=_environment(home, data_dir, extra_env or {}),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so teardown reaches every child
+        )
+    try:
+        _wait_until_serving(proc, dev)
+        _wait_until_loaded(dev)
+        yield dev
+    finally:
+        _stop(proc)

@@ -1,0 +1,176 @@
+"""The Dagster UI in a real browser: the asset graph, and a backfill launched by clicking.
+
+`dagster dev` (webserver + daemon) runs on loopback against the in-process sandbox, with the
+repository's `dagster.yaml` in a temporary `DAGSTER_HOME`. Debian's Chromium is driven by
+Playwright (the Makefile's `browser` target installs it; Playwright downloads nothing). Selectors
+were found by looking at screenshots of Dagster 1.13's UI; the final screenshot is saved under
+`.artifacts/` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from pipelines.assets import CDR_GROUP, RAW_CDRS, ROW_COUNT_CHECK, SNAPSHOT_GROUP
+from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, run_dagster_dev
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--no-sandbox",  # CI and these sessions run as root
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
+VIEWPORT = {"width": 1800, "height": 1400}
+
+# Six small daily partitions; the UI backfills the three oldest.
+DAYS = 6
+START = datetime.now(UTC).date() - timedelta(days=DAYS)
+SMALL_ENV = {"CDRHOUSE_START_DATE": START.isoformat(), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
+BACKFILL_KEYS = [(START + timedelta(days=i)).isoformat() for i in range(3)]
+
+# Pinned so that a rename is never silent: the CDR, normalization and snapshot assets.
+EXPECTED = {
+    CDR_GROUP: {RAW_CDRS, "cdrs", "cdr_calls", "cdr_conversations", "cdr_hlr_lookups", "cdr_sms"},
+    SNAPSHOT_GROUP: {"users", "queues", "teams", "campaigns", "numbers", "balance_snapshots"},
+}
+
+ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
+
+
+@pytest.fixture(scope="module")
+def dagster_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterDev]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
+    with run_dagster_dev(tmp_path_factory.mktemp("ui"), extra_env=SMALL_ENV) as dev:
+        yield dev
+
+
+@pytest.fixture(scope="module")
+def browser(dagster_dev: DagsterDev) -> Iterator[Browser]:
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    # A fresh DAGSTER_HOME shows a "Join the Dagster community" modal over the page, at a
+    # moment of its own choosing; Playwright clicks its "Skip" whenever it gets in the way.
+    skip = page.get_by_role("button", name="Skip", exact=True)
+    page.add_locator_handler(skip, lambda button: button.click())
+    yield page
+    context.close()
+
+
+def open_ui(page: Page, url: str) -> None:
+    page.goto(url, wait_until="networkidle")
+
+
+def graph_node(page: Page, name: str) -> str:
+    """The text of one asset node of the lineage graph (it lives in an SVG foreignObject)."""
+    node = page.locator("foreignObject").filter(
+        has=page.get_by_text(re.compile(rf"^{re.escape(name)}$"))
+    )
+    expect(node.first).to_be_visible()
+    return node.first.text_content() or ""
+
+
+def show_cdr_group(page: Page, dev: DagsterDev) -> None:
+    """The global lineage with only the CDR group expanded, zoomed out to fit the window."""
+    open_ui(page, f"{dev.url}/asset-groups?expanded=global%40global%3A{CDR_GROUP}")
+    expect(page.get_by_text("Global asset lineage")).to_be_visible()
+    zoom_out = page.locator("button:has([aria-label='zoom_out'])").first
+    for _ in range(4):
+        zoom_out.click()
+    page.wait_for_timeout(1_000)  # the graph animates its zoom
+
+
+def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
+    dagster_dev: DagsterDev, page: Page
+) -> None:
+    nodes = dagster_dev.graphql(ASSET_GROUPS_QUERY)["assetNodes"]
+    by_group: dict[str, set[str]] = {}
+    for node in nodes:
+        by_group.setdefault(node["groupName"], set()).add("/".join(node["assetKey"]["path"]))
+    for group, names in EXPECTED.items():
+        assert names <= by_group.get(group, set()), (group, by_group.get(group))
+
+    open_ui(page, f"{dagster_dev.url}/asset-groups")
+    expect(page.get_by_text("Global asset lineage")).to_be_visible()
+    # The graph starts with one collapsed node per group, showing how many assets it holds.
+    for group in EXPECTED:
+        text = page.locator("foreignObject").filter(has=page.locator(f"[data-tooltip='{group}']"))
+        expect(text.first).to_contain_text(str(len(by_group[group])))
+
+    # The sidebar tree of the same page lists every asset once its group is unfolded.
+    rows = page.locator("[class*='AssetSidebarNode_itemContainer']")
+    for group in EXPECTED:
+        row = rows.filter(has=page.locator(f"[aria-label='asset_group'] ~ [title='{group}']"))
+        row.locator("button:has([aria-label='arrow_drop_down'])").first.click()
+    asset_rows = rows.filter(has_not=page.locator("[aria-label='asset_group']"))
+    for names in by_group.values():
+        for name in names:
+            expect(asset_rows.locator(f"[title='{name}']")).to_be_visible()
+
+    # And the CDR group, unfolded in the graph, draws raw_cdrs and the normalized tables.
+    show_cdr_group(page, dagster_dev)
+    for name in EXPECTED[CDR_GROUP]:
+        assert name in graph_node(page, name)
+
+
+def test_backfill_launched_from_ui_materializes_and_checks(
+    dagster_dev: DagsterDev, page: Page
+) -> None:
+    # Asset page of raw_cdrs -> "Materialize…" -> the partition selection dialog.
+    open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}")
+    page.locator("button", has_text="Materialize…").click()
+    selection = page.get_by_placeholder("No matching partitions")
+    selection.fill(f"[{BACKFILL_KEYS[0]}...{BACKFILL_KEYS[-1]}]")
+    selection.press("Enter")
+    expect(page.get_by_text("3 partitions", exact=True)).to_be_visible()
+    page.get_by_role("button", name="Launch backfill").click()
+
+    toast = page.get_by_text(re.compile(r"Created backfill\s+\w+"))
+    expect(toast.first).to_be_visible()
+    match = re.search(r"Created backfill\s+(\w+)", toast.first.text_content() or "")
+    assert match, "no backfill id in the toast"
+    status = dagster_dev.wait_for_backfill(match.group(1), timeout_s=240.0)
+    assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
+
+    # The materializations show on the asset's Partitions tab ...
+    open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=partitions")
+    expect(page.get_by_text("Materialized (3)")).to_be_visible()
+    # ... and the blocking row-count check's result on its Checks tab.
+    open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=checks")
+    check = page.locator("button, a, div").filter(has_text=ROW_COUNT_CHECK)
+    expect(check.filter(has_text="Succeeded").last).to_be_visible()
+    expect(page.get_by_text("Passed", exact=True).first).to_be_visible()
+
+    # The lineage graph: raw_cdrs half filled (3 of 6 days), its check passed.
+    show_cdr_group(page, dagster_dev)
+    raw = graph_node(page, RAW_CDRS)
+    assert "1 / 1 Passed" in raw, raw
+    assert f"{round(100 * len(BACKFILL_KEYS) / DAYS)}% filled" in raw, raw
+
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    shot = ARTIFACTS_DIR / "ui_asset_graph_after_backfill.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
