@@ -18,7 +18,7 @@ from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
 from warehouse.duck import create_views, duck_type, reporting_sql_files, view_name
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
-_VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(\w+)", re.IGNORECASE)
+_VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
 
 INTRO = """# cdrhouse warehouse: data dictionary
 
@@ -41,6 +41,11 @@ caller ID groups) there are three views:
 
 `valid_from` is the first snapshot date a version held; `valid_to` the first snapshot date it no
 longer held (exclusive; NULL while current).
+
+Each reporting view `rpt_X` (except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with
+the same columns (minus the current-name lookups) that `build_warehouse` materializes into
+`lake/agg_X/date=.../` whenever a CDR partition of that day changed; so a report over years of
+CDRs reads a few thousand pre-aggregated rows.
 
 Join a CDR to what held on its day with
 `c.date >= h.valid_from AND (h.valid_to IS NULL OR c.date < h.valid_to)`. Days before the first

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -26,12 +27,15 @@ import duckdb
 import polars as pl
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
-from warehouse.lake import PART_FILE
+from warehouse.lake import PART_FILE, Lake
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
+# Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
+AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
+_AGG_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(agg_\w+)\s+AS", re.IGNORECASE)
 
 
 def duck_type(dtype: pl.DataType) -> str:
@@ -71,18 +75,19 @@ def view_name(spec: TableSpec) -> str:
     return spec.name
 
 
-def _base_view_sql(spec: TableSpec, lake: Path) -> str:
+def _base_view_sql(spec: TableSpec, lake: Path, day: str | None = None) -> str:
     table_dir = lake / spec.name
     typed = ", ".join(
         f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
     )
-    if not any(table_dir.glob(f"*=*/{PART_FILE}")):
+    one = table_dir / f"date={day}" / PART_FILE if day and spec.partition_key == "date" else None
+    if (one is not None and not one.exists()) or not any(table_dir.glob(f"*=*/{PART_FILE}")):
         # No files yet: an empty view with the spec's types keeps queries valid.
         nulls = ", ".join(
             f"CAST(NULL AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
         )
         return f"SELECT {nulls} WHERE false"
-    pattern = str(table_dir.resolve() / "*" / PART_FILE)
+    pattern = str(one.resolve() if one is not None else table_dir.resolve() / "*" / PART_FILE)
     hive = f"{{{_lit(spec.partition_key)}: 'DATE'}}" if spec.partition_key else "{}"
     return (
         f"SELECT {typed} FROM read_parquet({_lit(pattern)}, hive_partitioning = true, "
@@ -136,10 +141,21 @@ def reporting_sql_files() -> list[Path]:
     return sorted(SQL_DIR.glob("*.sql"))
 
 
-def create_views(con: duckdb.DuckDBPyConnection, lake: Path) -> None:
+def aggregate_names() -> list[str]:
+    return [m for p in reporting_sql_files() for m in _AGG_RE.findall(p.read_text())]
+
+
+def create_views(
+    con: duckdb.DuckDBPyConnection,
+    lake: Path,
+    *,
+    day: str | None = None,
+    use_aggregates: bool = True,
+) -> None:
+    """All views. `day` restricts the CDR tables to one date partition (for materializing)."""
     for spec in ALL_TABLES:
         name = view_name(spec)
-        con.execute(f"CREATE OR REPLACE VIEW {_q(name)} AS {_base_view_sql(spec, lake)}")
+        con.execute(f"CREATE OR REPLACE VIEW {_q(name)} AS {_base_view_sql(spec, lake, day)}")
         if spec.kind != "snapshot":
             continue
         current = "balance" if spec is BALANCE_SNAPSHOTS else spec.name
@@ -149,7 +165,67 @@ def create_views(con: duckdb.DuckDBPyConnection, lake: Path) -> None:
                 f"CREATE OR REPLACE VIEW {_q(spec.name + '_history')} AS {_history_sql(spec)}"
             )
     for path in reporting_sql_files():
-        con.execute(path.read_text())
+        # One statement at a time: a file holds the agg_* view and the rpt_* view on top.
+        for statement in con.extract_statements(path.read_text()):
+            con.execute(statement)
+    if use_aggregates:
+        for agg in aggregate_names():
+            _point_at_materialized(con, lake, agg)
+
+
+def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Path, agg: str) -> None:
+    """Swap an `agg_*` view for a scan of its materialized per-day Parquet files."""
+    files = lake / agg
+    if not any(files.glob(f"date=*/{PART_FILE}")):
+        return  # nothing materialized: the view computes from the CDR tables
+    cols = con.execute(f"DESCRIBE {_q(agg)}").fetchall()
+    typed = ", ".join(f"CAST({_q(c[0])} AS {c[1]}) AS {_q(c[0])}" for c in cols)
+    pattern = _lit(str(files.resolve() / "*" / PART_FILE))
+    con.execute(
+        f"CREATE OR REPLACE VIEW {_q(agg)} AS SELECT {typed} FROM read_parquet({pattern}, "
+        "hive_partitioning = true, hive_types = {'date': 'DATE'}, union_by_name = true)"
+    )
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def materialize_aggregates(lake_dir: Path) -> int:
+    """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
+
+    Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
+    date's rows. A materialized file is stamped with the newest source mtime seen *before* it
+    was computed, so a source replaced meanwhile is newer and gets recomputed next time.
+    """
+    lake = Lake(str(lake_dir))
+    aggs = aggregate_names()
+    days = {k for t in AGG_SOURCES for k in lake.partitions(t)}
+    refreshed = 0
+    for key in sorted(days):
+        stamps = [_mtime(lake.partition_path(t, key)) for t in AGG_SOURCES]
+        newest = max(m for m in stamps if m is not None)
+        stale = [a for a in aggs if (_mtime(lake.partition_path(a, key)) or -1.0) < newest]
+        if not stale:
+            continue
+        con = duckdb.connect()
+        try:
+            create_views(con, lake.root, day=key.partition("=")[2], use_aggregates=False)
+            for agg in stale:
+                table = con.sql(f"SELECT * EXCLUDE (date) FROM {_q(agg)}").to_arrow_table()
+                lake.write(agg, key, table, schema=table.schema)
+                os.utime(lake.partition_path(agg, key), (newest, newest))
+                refreshed += 1
+        finally:
+            con.close()
+    # A date whose CDR partitions were all deleted loses its aggregates too.
+    for agg in aggs:
+        for key in set(lake.partitions(agg)) - days:
+            lake.delete_partition(agg, key)
+    return refreshed
 
 
 def build_warehouse(data_dir: Path) -> Path:
@@ -158,6 +234,7 @@ def build_warehouse(data_dir: Path) -> Path:
     data_dir.mkdir(parents=True, exist_ok=True)
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
+    materialize_aggregates(data_dir / LAKE_DIR)
     try:
         con = duckdb.connect(str(tmp))
         try:

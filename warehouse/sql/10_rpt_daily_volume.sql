@@ -6,7 +6,8 @@
 -- @col disposition: CDR disposition
 -- @col cdrs: number of CDRs
 -- @col cost: sum of cost, exact decimal
-CREATE OR REPLACE VIEW rpt_daily_volume AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_daily_volume AS
 SELECT
     date,
     type,
@@ -16,3 +17,5 @@ SELECT
     sum(cost) AS cost
 FROM cdrs
 GROUP BY ALL;
+
+CREATE OR REPLACE VIEW rpt_daily_volume AS SELECT * FROM agg_daily_volume;

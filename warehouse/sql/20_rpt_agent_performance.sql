@@ -14,7 +14,8 @@
 -- @col avg_conversation_score: average conversation score of handled calls
 -- @col avg_mos: average MOS of handled calls
 -- @col conversations_handled: conversations with this agent
-CREATE OR REPLACE VIEW rpt_agent_performance AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_agent_performance AS
 WITH calls AS (
     SELECT
         date,
@@ -48,7 +49,6 @@ SELECT
     coalesce(c.user_id, v.user_id) AS user_id,
     CASE WHEN v.last_at IS NULL OR c.last_at >= v.last_at THEN c.name_snapshot
          ELSE v.name_snapshot END AS name_snapshot,
-    u.name AS current_name,
     coalesce(c.calls_handled, 0) AS calls_handled,
     coalesce(c.talk_s, 0) AS talk_s,
     coalesce(c.hold_s, 0) AS hold_s,
@@ -57,5 +57,10 @@ SELECT
     c.avg_mos,
     coalesce(v.conversations_handled, 0) AS conversations_handled
 FROM calls c
-FULL OUTER JOIN convs v ON c.date = v.date AND c.user_id = v.user_id
-LEFT JOIN users u ON u.id = coalesce(c.user_id, v.user_id);
+FULL OUTER JOIN convs v ON c.date = v.date AND c.user_id = v.user_id;
+
+CREATE OR REPLACE VIEW rpt_agent_performance AS
+SELECT a.date, a.user_id, a.name_snapshot, u.name AS current_name,
+       a.* EXCLUDE (date, user_id, name_snapshot)
+FROM agg_agent_performance a
+LEFT JOIN users u ON u.id = a.user_id;

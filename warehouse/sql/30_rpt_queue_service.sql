@@ -20,7 +20,8 @@
 -- @col resolution_breached: ... breached
 -- @col avg_reply_met: conversations with avg_reply SLA met
 -- @col avg_reply_breached: ... breached
-CREATE OR REPLACE VIEW rpt_queue_service AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_queue_service AS
 WITH calls AS (
     SELECT
         date,
@@ -54,7 +55,6 @@ SELECT
     coalesce(c.date, v.date) AS date,
     coalesce(c.queue_id, v.queue_id) AS queue_id,
     coalesce(c.name_snapshot, v.name_snapshot) AS name_snapshot,
-    q.name AS current_name,
     coalesce(c.calls_offered, 0) AS calls_offered,
     coalesce(c.calls_answered, 0) AS calls_answered,
     coalesce(c.calls_offered - c.calls_answered, 0) AS calls_abandoned,
@@ -69,5 +69,10 @@ SELECT
     coalesce(v.avg_reply_met, 0) AS avg_reply_met,
     coalesce(v.avg_reply_breached, 0) AS avg_reply_breached
 FROM calls c
-FULL OUTER JOIN convs v ON c.date = v.date AND c.queue_id = v.queue_id
-LEFT JOIN queues q ON q.id = coalesce(c.queue_id, v.queue_id);
+FULL OUTER JOIN convs v ON c.date = v.date AND c.queue_id = v.queue_id;
+
+CREATE OR REPLACE VIEW rpt_queue_service AS
+SELECT a.date, a.queue_id, a.name_snapshot, q.name AS current_name,
+       a.* EXCLUDE (date, queue_id, name_snapshot)
+FROM agg_queue_service a
+LEFT JOIN queues q ON q.id = a.queue_id;

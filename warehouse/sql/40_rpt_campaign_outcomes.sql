@@ -10,7 +10,8 @@
 -- @col answer_rate: answered / attempts
 -- @col end_reasons: MAP end_reason -> number of calls
 -- @col cost: sum of cost, exact decimal
-CREATE OR REPLACE VIEW rpt_campaign_outcomes AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_campaign_outcomes AS
 SELECT
     date,
     campaign_id,
@@ -23,3 +24,5 @@ SELECT
 FROM cdr_calls
 WHERE campaign_id IS NOT NULL
 GROUP BY date, campaign_id;
+
+CREATE OR REPLACE VIEW rpt_campaign_outcomes AS SELECT * FROM agg_campaign_outcomes;

@@ -7,7 +7,8 @@
 -- @col campaign_id: campaign id (calls only)
 -- @col cdrs: number of CDRs
 -- @col cost: sum of cost, exact decimal
-CREATE OR REPLACE VIEW rpt_cost_daily AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_cost_daily AS
 SELECT date, 'call' AS type, destination_country, campaign_id, count(*) AS cdrs, sum(cost) AS cost
 FROM cdr_calls
 GROUP BY ALL
@@ -16,3 +17,5 @@ SELECT date, type, NULL AS destination_country, NULL AS campaign_id, count(*), s
 FROM cdrs
 WHERE type <> 'call'
 GROUP BY ALL;
+
+CREATE OR REPLACE VIEW rpt_cost_daily AS SELECT * FROM agg_cost_daily;

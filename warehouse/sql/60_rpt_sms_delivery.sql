@@ -9,7 +9,8 @@
 -- @col canned: SMS from a canned message
 -- @col free_text: SMS with free text
 -- @col cost: sum of cost, exact decimal
-CREATE OR REPLACE VIEW rpt_sms_delivery AS
+-- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+CREATE OR REPLACE VIEW agg_sms_delivery AS
 SELECT
     date,
     count(*) AS sms,
@@ -21,3 +22,5 @@ SELECT
     sum(cost) AS cost
 FROM cdr_sms
 GROUP BY date;
+
+CREATE OR REPLACE VIEW rpt_sms_delivery AS SELECT * FROM agg_sms_delivery;

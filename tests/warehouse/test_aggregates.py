@@ -1,0 +1,52 @@
+"""Per-day pre-aggregates are materialized, read by the reports, and refreshed when data moves."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from warehouse.duck import aggregate_names, build_warehouse, connect, materialize_aggregates
+from warehouse.lake import partition_key
+
+from .conftest import START, build_small
+
+
+def test_aggregates_are_materialized_and_follow_partition_changes(tmp_path) -> None:
+    small = build_small(tmp_path)
+    lake_dir = tmp_path / "lake"
+    names = aggregate_names()
+    assert "agg_daily_volume" in names
+    for agg in names:
+        assert small.lake.partitions(agg) == [
+            f"date={START + dt.timedelta(days=i)}" for i in range(3)
+        ]
+    assert materialize_aggregates(lake_dir) == 0  # nothing changed: nothing recomputed
+
+    # Rewrite day 2 with half its CDRs: only that day's aggregates are recomputed.
+    key = partition_key("date", START + dt.timedelta(days=1))
+    for table in ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms"):
+        frame = small.lake.read(table, key)
+        assert frame is not None
+        small.lake.write(table, key, frame.head(frame.height // 2))
+    build_warehouse(tmp_path)
+    assert materialize_aggregates(lake_dir) == 0
+    with connect(tmp_path) as con:
+        got = con.sql(
+            "SELECT date, sum(cdrs) AS n FROM rpt_daily_volume GROUP BY date ORDER BY date"
+        ).pl()
+        direct = con.sql("SELECT date, count(*) AS n FROM cdrs GROUP BY date ORDER BY date").pl()
+        view_sql = con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'agg_daily_volume'"
+        ).fetchall()[0][0]
+    assert got["n"].to_list() == direct["n"].cast(pl.Int128).to_list() == [800, 400, 800]
+    assert f"{lake_dir}/agg_daily_volume/" in view_sql  # the report scans the materialized files
+
+    # A day whose CDR partitions are deleted disappears from the reports too.
+    for table in ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms", "cdr_hlr_lookups"):
+        small.lake.delete_partition(table, key)
+    build_warehouse(tmp_path)
+    assert key not in small.lake.partitions("agg_daily_volume")
+    with connect(tmp_path) as con:
+        days = con.sql("SELECT DISTINCT date FROM rpt_daily_volume ORDER BY 1").fetchall()
+    assert [d[0] for d in days] == [START, START + dt.timedelta(days=2)]
