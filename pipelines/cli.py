@@ -36,7 +36,7 @@ DEMO_DAYS = 7
 QUIET_RUN_CONFIG: Mapping[str, Any] = {
     "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
 }
-VERBOSE_RUN_CONFIG: Mapping[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+VERBOSE_RUN_CONFIG: Mapping[str, Any] = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}}}
 DEMO_QUERY = """
 select type, count(*) as cdrs, sum(cost) as total_cost,
        round(avg(epoch(ended_at) - epoch(started_at)), 1) as avg_seconds
@@ -59,6 +59,7 @@ class RunLine:
     checks_failed: list[str] = field(default_factory=list)
     checks_warned: list[str] = field(default_factory=list)
     checks_total: int = 0
+    retries: list[str] = field(default_factory=list)
     failure: str | None = None
 
 
@@ -96,6 +97,14 @@ def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) ->
         rows = mat.metadata.get("dagster/row_count")
         if rows is not None:
             line.rows[mat.asset_key.to_user_string()] = int(rows.value)  # type: ignore[arg-type]
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
+            # Say why a step was retried, or a slow run would look merely slow.
+            data = event.event_specific_data
+            error = getattr(data, "error", None)
+            inner = error.cause if error is not None and error.cause is not None else error
+            reason = f"{inner.cls_name}: {inner.message.strip()[:200]}" if inner else "unknown"
+            line.retries.append(f"{event.step_key} ({reason})")
     for check in result.get_asset_check_evaluations():
         line.checks_total += 1
         if not check.passed:
@@ -115,6 +124,8 @@ def _format(line: RunLine) -> str:
     checks = f"checks {passed}/{line.checks_total} passed" if line.checks_total else ""
     status = "ok  " if line.success and not line.checks_failed else "FAIL"
     text = f"{status} {line.label:<12} {rows}  {checks}  {line.seconds:.1f}s"
+    for retry in line.retries:
+        text += f"\n     retried {retry}"
     if line.checks_warned:
         text += f"\n     warning: {', '.join(line.checks_warned)}"
     if line.checks_failed:

@@ -14,10 +14,12 @@ that read environment variables:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from datetime import date
 
 import dagster as dg
+from dagster._utils.warnings import BetaWarning, PreviewWarning
 
 from pipelines.assets import (
     CDR_GROUP,
@@ -47,8 +49,14 @@ def build_defs(
     """The whole code location for the given resources and partition start."""
     partitions_def = daily_partitions(start_date)
     retry = retry_policy or api_retry_policy()
-    cdr_assets = build_cdr_assets(partitions_def, retry)
-    snapshot_assets = build_snapshot_assets(retry)
+    with warnings.catch_warnings():
+        # Pools, backfill policies and partitioned checks are Dagster beta/preview APIs we
+        # chose on purpose (README "Running the pipeline"); do not repeat that on every load.
+        warnings.simplefilter("ignore", BetaWarning)
+        warnings.simplefilter("ignore", PreviewWarning)
+        cdr_assets = build_cdr_assets(partitions_def, retry)
+        snapshot_assets = build_snapshot_assets(retry)
+        checks = [*build_cdr_checks(partitions_def), *build_snapshot_checks()]
     cdr_keys = [key for a in cdr_assets for key in a.keys]
     snapshot_keys = [key for a in snapshot_assets for key in a.keys]
     cdr_job = dg.define_asset_job(
@@ -63,7 +71,7 @@ def build_defs(
     )
     return dg.Definitions(
         assets=[*cdr_assets, *snapshot_assets],
-        asset_checks=[*build_cdr_checks(partitions_def), *build_snapshot_checks()],
+        asset_checks=checks,
         jobs=[cdr_job, snapshot_job],
         schedules=[build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days)],
         sensors=[failure_summary_sensor],

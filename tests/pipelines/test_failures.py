@@ -54,6 +54,9 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
         assert not failed.success
         assert failed.runs[0].failure is not None
         assert "ServerError" in failed.runs[0].failure
+        # The step retry policy ran once before giving up, and the CLI line says why.
+        assert len(failed.runs[0].retries) == 1
+        assert "raw_cdrs" in failed.runs[0].retries[0]
         # The previous partition is whole, byte for byte, and no temp file is left behind.
         assert _lake_files(tmp_path) == before
         tmp_dir = tmp_path / "lake" / "_tmp"

@@ -86,9 +86,8 @@ def test_parallel_backfill_with_an_open_analyst_connection(
         expected = seeded + sum(served.api_total(day) for day in DAYS)
         assert int(analyst.stdout.readline()) == expected
     finally:
-        analyst.stdin.close() if analyst.stdin else None
-        analyst.wait(timeout=30)
-
+        # Closing its stdin ends the analyst's loop; then release our pipe ends too.
+        analyst.communicate(timeout=30)
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         rows = dict(
             con.execute("select date::varchar, count(distinct id) from cdrs group by 1").fetchall()
