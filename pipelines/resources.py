@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from connectors.contact_center.settings import ClientSettings
 from connectors.sandbox import Sandbox, SandboxConfig
@@ -103,7 +103,19 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             # job, where it is visible in the UI, not an exception deep in the client.
             "verify_totals": False,
         }
-        return ClientSettings(**values)
+        try:
+            return ClientSettings(**values)
+        except ValidationError as exc:
+            # A configuration error: retrying the step cannot fix it, so fail at once and say
+            # what is wrong (the settings hide input values, so the key is never echoed).
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
+            )
+            raise dg.Failure(
+                description=f"invalid Contact Center API settings ({problems}); fix "
+                "CC_API_BASE_URL / CC_API_KEY and re-run.",
+                allow_retries=False,
+            ) from None
 
     @asynccontextmanager
     async def client(
