@@ -270,9 +270,24 @@ def transport_failure(exc: httpx.RequestError, *, method: str, path: str) -> Tra
     never_sent = isinstance(exc, _NEVER_SENT)
     kind = type(exc).__name__
     note = "the request never reached the server" if never_sent else "the outcome is unknown"
+    origin = _origin(exc)
+    if isinstance(exc, httpx.ConnectError):
+        note += f"; check that the base URL {origin} is right and the host is reachable"
+    elif isinstance(exc, httpx.TimeoutException):
+        note += f"; {origin} did not answer in time (raise timeout_s if it is just slow)"
     return TransportFailure(
         f"{method} {path} failed in transport ({kind}); {note}",
         never_sent=never_sent,
         method=method,
         path=path,
     )
+
+
+def _origin(exc: httpx.RequestError) -> str:
+    """scheme://host:port of the failed request (never a path, query or credentials)."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an exception built without its request
+        return "(unknown host)"
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}"
