@@ -9,12 +9,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from connectors.sandbox import FaultConfig
+from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
+from pipelines.assets import api_retry_policy
 from pipelines.cli import run_ingest
-from pipelines.definitions import CDR_JOB
-from pipelines.resources import WarehouseResource
+from pipelines.definitions import CDR_JOB, build_defs
+from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.sensors import failure_summary_sensor
-from tests.pipelines.conftest import TODAY, ServedSandbox, read_table
+from tests.pipelines.conftest import FIRST_DAY, SEED, TODAY, ServedSandbox, read_table
 
 DAY = TODAY - timedelta(days=5)
 CDRS_PATH = "/api/v4/reporting/cdrs"
@@ -151,3 +152,37 @@ def test_quarantine_check_fails_on_corrupt_records(clean_faults: ServedSandbox, 
     assert checks["cdrs_ids_unique"].passed
     raw = quarantine.metadata["raw_rows"].value
     assert raw == quarantine.metadata["cdrs_rows"].value + quarantine.metadata["quarantined"].value
+
+
+def test_fatal_errors_fail_at_once_and_say_what_to_fix(tmp_path) -> None:
+    # A key without the CDR scope: 403 must not be retried, and the message names the scope.
+    config = SandboxConfig(
+        seed=SEED,
+        cdrs_per_day=50,
+        start_date=FIRST_DAY,
+        days=11,
+        api_keys={"narrow-key": frozenset({"users.read"})},
+    )
+    with Sandbox(config).serve() as handle:
+        for key, error_class, hint in [
+            ("narrow-key", "PermissionDeniedError", "reporting.cdrs.read"),
+            ("wrong-key", "AuthenticationError", "CC_API_KEY"),
+        ]:
+            defs = build_defs(
+                contact_center=ContactCenterResource(base_url=handle.base_url, api_key=key),
+                warehouse=WarehouseResource(data_dir=str(tmp_path)),
+                start_date=FIRST_DAY,
+                retry_policy=api_retry_policy(max_retries=3, delay_s=30.0),
+            )
+            with dg.DagsterInstance.ephemeral() as instance:
+                report = run_ingest(
+                    defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+                )
+            line = report.runs[0]
+            assert not line.success
+            # No step retry (the policy would have waited 30 s): the failure is final.
+            assert line.retries == []
+            assert line.failure is not None
+            assert error_class in line.failure
+            assert hint in line.failure
+            assert key not in line.failure
