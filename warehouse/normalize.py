@@ -2,9 +2,9 @@
 
 Two steps, both columnar:
 
-* `decode_page(body)` splits one API page into records with simdjson (one minified JSON string
-  per record, byte-faithful apart from whitespace, unknown fields included). It never builds a
-  dict per record; measured ~3x faster than `pl.read_json` with inference plus re-encoding.
+* `decode_page(body)` splits one API page into records (one minified JSON string per record,
+  unknown fields included) with msgspec, falling back to simdjson for odd pages. It never builds
+  a dict per record; measured ~3x faster than `pl.read_json` with inference plus re-encoding.
 * `normalize(raw)` decodes every record once with `str.json_decode` into a struct whose leaves
   are all *strings*. A JSON number then arrives as its own token ("0.0123"), so casting
   str -> Decimal(18,6) is exact (no float noise), and a scalar of the wrong type never fails the
@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 import polars as pl
 import simdjson
@@ -166,8 +167,67 @@ def _mini(node: Any) -> bytes:
     return text.encode() if isinstance(text, str) else bytes(text)
 
 
+class _Head(msgspec.Struct):
+    id: str | None = None
+    type: str | None = None
+    started_at: str | None = None
+
+
+class _HeadPage(msgspec.Struct):
+    cdrs: list[_Head]
+
+
+class _RawPage(msgspec.Struct):
+    cdrs: list[msgspec.Raw]
+
+
+_HEADS = msgspec.json.Decoder(_HeadPage)
+_RAWS = msgspec.json.Decoder(_RawPage)
+
+
+def _minified(raw: bytes) -> bool:
+    return len(msgspec.json.format(raw, indent=-1)) == len(raw)
+
+
 def decode_page(body: bytes) -> pl.DataFrame:
-    """One raw CDR list page -> rows of the `raw_cdrs` schema (every record kept)."""
+    """One raw CDR list page -> rows of the `raw_cdrs` schema (every record kept).
+
+    Fast path (msgspec, C): every record's exact bytes (`Raw`, no re-serialization) plus its
+    id/type/started_at, ~2x the simdjson path per record. Any page it does not fit (a record that
+    is not an object, a non-string id/type/started_at, no `cdrs` array, invalid JSON, records
+    with whitespace, judged on the first and last record) takes the general simdjson path.
+    """
+    try:
+        heads = _HEADS.decode(body).cdrs
+        raws = _RAWS.decode(body).cdrs
+    except msgspec.MsgspecError:
+        return _decode_page_general(body)
+    if raws and not (_minified(raws[0]) and _minified(raws[-1])):
+        return _decode_page_general(body)
+    record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
+    df = pl.DataFrame(
+        {
+            "id": pl.Series([h.id for h in heads], dtype=S),
+            "type": pl.Series([h.type for h in heads], dtype=S),
+            "started_at_raw": pl.Series([h.started_at for h in heads], dtype=S),
+            "record": record,
+        }
+    )
+    return _with_date(df)
+
+
+def _with_date(df: pl.DataFrame) -> pl.DataFrame:
+    """Add the UTC `date` of `started_at_raw`: the common format first, all formats only when
+    some value needs them (same result as `_parse_ts`, a third of the work)."""
+    raw = df["started_at_raw"]
+    ts = raw.str.to_datetime(_TS_FORMATS[0], time_unit="ms", time_zone="UTC", strict=False)
+    if ts.null_count() > raw.null_count():
+        ts = df.select(_parse_ts(pl.col("started_at_raw"))).to_series()
+    return df.with_columns(ts.dt.date().alias("date")).select(RAW_CDRS.column_names)
+
+
+def _decode_page_general(body: bytes) -> pl.DataFrame:
+    """decode_page for any page shape: simdjson, minified records, odd scalars as text."""
     parser = simdjson.Parser()
     try:
         doc = parser.parse(body)
@@ -205,9 +265,7 @@ def decode_page(body: bytes) -> pl.DataFrame:
             "record": record,
         }
     )
-    return df.with_columns(_parse_ts(pl.col("started_at_raw")).dt.date().alias("date")).select(
-        RAW_CDRS.column_names
-    )
+    return _with_date(df)
 
 
 def decode_pages(bodies: list[bytes]) -> pl.DataFrame:
