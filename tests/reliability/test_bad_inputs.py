@@ -1,0 +1,212 @@
+"""Bad inputs: each gives one clear error that says what to fix, and nothing is half-written.
+
+Configuration and CLI cases go through `cdrhouse ingest` (`pipelines.cli.main`), the way a user
+meets them; API replies go through the CLI's run loop (`run_ingest`) with short retry budgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pydantic
+import pytest
+
+from connectors.contact_center import ContactCenterClient
+from connectors.contact_center.errors import ValidationFailedError
+from connectors.contact_center.settings import ClientSettings
+from connectors.sandbox import FaultConfig
+from pipelines.assets import api_failure
+from pipelines.cli import IngestReport, main, run_ingest
+from pipelines.partitions import partition_window
+from tests.reliability.conftest import (
+    CDRS_PATH,
+    LEDGER,
+    NO_CDR_SCOPE_KEY,
+    TODAY,
+    Served,
+    lake_files,
+    tmp_files,
+)
+
+DAY = TODAY - timedelta(days=4)
+ARGV = ["ingest", "--start", DAY.isoformat(), "--end", (DAY + timedelta(1)).isoformat()]
+
+
+def _cli(env: dict[str, str], capsys: pytest.CaptureFixture[str], argv=ARGV) -> tuple[int, str]:
+    code = main([*argv, "--no-snapshots"], env=env)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def _assert_clean(text: str, data_dir: Path) -> None:
+    assert "Traceback" not in text
+    assert lake_files(data_dir) == {} if (data_dir / "lake").exists() else True
+    assert tmp_files(data_dir) == []
+
+
+def _closed_port() -> int:
+    # Bind then close: nothing listens there any more (loopback only, never a remote host).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+CONFIG_CASES = {
+    "no-key": ({"CC_API_KEY": ""}, "set CC_API_KEY"),
+    "key-without-scope": ({"CC_API_KEY": NO_CDR_SCOPE_KEY}, "reporting.cdrs.read"),
+    "http-non-loopback": ({"CC_API_BASE_URL": "http://cc.example.com"}, "HTTPS is required"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_CASES), ids=list(CONFIG_CASES))
+def test_bad_configuration_fails_with_what_to_fix(
+    served: Served, tmp_path, capsys, case: str
+) -> None:
+    override, message = CONFIG_CASES[case]
+    env = {**served.env(tmp_path), **override}
+    code, text = _cli(env, capsys)
+    assert code == 1
+    assert message in text, text
+    _assert_clean(text, tmp_path)
+    LEDGER.bad_inputs.add(case)
+
+
+def test_malformed_cluster_id_is_refused_before_any_request() -> None:
+    with pytest.raises(pydantic.ValidationError) as info:
+        ClientSettings(cluster_id="Acme_EU!", service_domain="example.com", api_key="k-123")
+    text = str(info.value)
+    assert "cluster_id 'acme_eu!' is not a DNS label" in text
+    assert "k-123" not in text
+    LEDGER.bad_inputs.add("malformed-cluster-id")
+
+
+def _run(served: Served, data_dir: Path, **overrides) -> IngestReport:
+    defs = served.defs(data_dir, max_attempts=2, max_retry_s=2.0, **overrides)
+    with dg.DagsterInstance.ephemeral() as instance:
+        return run_ingest(
+            defs, [DAY.isoformat()], instance=instance, data_dir=data_dir, snapshots=False
+        )
+
+
+def _failure(report: IngestReport) -> str:
+    assert not report.success
+    failure = report.runs[0].failure
+    assert failure is not None
+    assert "Traceback" not in failure
+    return failure
+
+
+def test_unreachable_host_says_which_url_failed(served: Served, tmp_path) -> None:
+    port = _closed_port()
+    served_closed = Served(served.sandbox, f"http://127.0.0.1:{port}")
+    failure = _failure(_run(served_closed, tmp_path))
+    assert "ConnectError" in failure
+    assert "never reached the server" in failure
+    assert f"check that the base URL http://127.0.0.1:{port} is right" in failure, failure
+    _assert_clean(failure, tmp_path)
+    LEDGER.bad_inputs.add("unreachable-host")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "message"),
+    [
+        ("2026-02-30", "2026-03-02", "is not a date; use YYYY-MM-DD"),
+        ("2026-11-05", "2026-11-01", "must be after --start"),
+        ("2026-11-01", (TODAY + timedelta(days=2)).isoformat(), "beyond today"),
+    ],
+    ids=["bad-date", "end-before-start", "range-beyond-today"],
+)
+def test_bad_cli_arguments_exit_2_with_one_line(
+    tmp_path, capsys, start: str, end: str, message: str
+) -> None:
+    code, text = _cli(
+        {"CDRHOUSE_DATA_DIR": str(tmp_path)}, capsys, ["ingest", "--start", start, "--end", end]
+    )
+    assert code == 2
+    assert message in text
+    assert len(text.strip().splitlines()) == 1
+    _assert_clean(text, tmp_path)
+    assert not (tmp_path / "lake").exists()
+    LEDGER.bad_inputs.add(f"cli-{message}")
+
+
+def test_a_422_body_lists_the_fields_to_fix(served: Served) -> None:
+    start, end = partition_window(DAY.isoformat())
+
+    async def fetch() -> None:
+        async with ContactCenterClient(served.resource().settings()) as client:
+            async for _ in client.fetch_cdr_pages(start, end, filters={"type": "video"}):
+                pass
+
+    with pytest.raises(ValidationFailedError) as info:
+        asyncio.run(fetch())
+    failure = api_failure(info.value, partition=DAY.isoformat())
+    assert failure.description is not None
+    assert "422" in failure.description
+    assert "type:" in failure.description
+    assert "fix these fields" in failure.description
+    assert failure.allow_retries is False
+    LEDGER.bad_inputs.add("422-body")
+
+
+REPLY_CASES = {
+    "html-error-page": (FaultConfig(html_rate=1.0), "non-JSON body (content-type text/html"),
+    "empty-body": (FaultConfig(empty_body_rate=1.0), "an empty body"),
+    "cdrs-key-missing": (FaultConfig(missing_key_rate=1.0), "no 'cdrs' array"),
+}
+
+
+@pytest.mark.parametrize("case", list(REPLY_CASES), ids=list(REPLY_CASES))
+def test_broken_api_reply_fails_the_day_and_writes_nothing(
+    served: Served, tmp_path, case: str
+) -> None:
+    faults, message = REPLY_CASES[case]
+    served.sandbox.faults = FaultConfig(**{**faults.to_json(), "paths": (CDRS_PATH,)})
+    failure = _failure(_run(served, tmp_path))
+    assert "InvalidBodyError" in failure
+    assert message in failure, failure
+    _assert_clean(failure, tmp_path)
+    LEDGER.bad_inputs.add(case)
+
+
+def test_total_disagreeing_with_records_blocks_the_day(served: Served, tmp_path) -> None:
+    served.sandbox.faults = FaultConfig(total_mismatch=3, paths=(CDRS_PATH,))
+    report = _run(served, tmp_path)
+    line = report.runs[0]
+    assert not report.success
+    assert "raw_cdrs:row_count_matches_api_total" in line.checks_failed
+    # Blocking: no normalized table was written from the suspect day.
+    assert "cdrs" not in line.rows
+    assert not any(k.startswith("cdrs/") for k in lake_files(tmp_path))
+    assert tmp_files(tmp_path) == []
+    LEDGER.bad_inputs.add("total-mismatch")
+
+
+def test_wrong_typed_records_are_quarantined_counted_and_fail_the_check(
+    served: Served, tmp_path
+) -> None:
+    served.sandbox.faults = FaultConfig(corrupt_rate=0.05, paths=(CDRS_PATH,))
+    report = _run(served, tmp_path)
+    line = report.runs[0]
+    assert "cdr_quarantine:cdr_quarantine_empty" in line.checks_failed
+    quarantined = line.rows["cdr_quarantine"]
+    assert quarantined > 0
+    truth = served.sandbox.truth_cdrs(*partition_window(DAY.isoformat()))
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        reasons = con.execute("select id, reason from cdr_quarantine").fetchall()
+        ids = {i for (i,) in con.execute("select id from cdrs").fetchall()}
+    assert len(reasons) == quarantined
+    text = " ".join(r for _, r in reasons)
+    assert "cost" in text
+    assert "started_at" in text
+    # Nothing lost: every CDR of the day is in cdrs or in quarantine, never in both.
+    quarantine_ids = {i for i, _ in reasons}
+    assert ids | quarantine_ids == set(truth)
+    assert not ids & quarantine_ids
+    LEDGER.bad_inputs.update({"string-cost", "unparseable-timestamp"})

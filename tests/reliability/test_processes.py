@@ -1,0 +1,147 @@
+"""Process-level faults: SIGKILL mid-partition, overlapping backfills, a full disk.
+
+Children are forked from a pre-imported process (`conftest.Forker`) and run `run_ingest`, the
+`cdrhouse ingest` code path, so they can be killed at any instant or run side by side cheaply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import timedelta
+
+import pyarrow.parquet as pq
+import pytest
+
+from connectors.sandbox import FaultConfig
+from tests.reliability.conftest import (
+    CDRS_PATH,
+    LEDGER,
+    TODAY,
+    Forker,
+    Served,
+    assert_exact,
+    job,
+    lake_files,
+    run_ok,
+    tmp_files,
+)
+
+KILL_SEEDS = range(10)
+
+
+@pytest.mark.slow
+def test_sigkill_at_a_random_point_then_rerun_is_exact(
+    served: Served, forker: Forker, tmp_path
+) -> None:
+    day = TODAY - timedelta(days=7)
+    began = time.monotonic()
+    forker.start([job(served, tmp_path, [day])])
+    (done,) = forker.wait()
+    duration = time.monotonic() - began
+    assert done["status"] == 0, done
+    assert done["result"]["success"], done
+    assert_exact(tmp_path, served.sandbox, day, case="sigkill:baseline")
+
+    killed = 0
+    for seed in KILL_SEEDS:
+        delay = random.Random(seed).uniform(0.0, duration)
+        (pid,) = forker.start([job(served, tmp_path, [day])])
+        time.sleep(delay)
+        # If it finished first, "after the end" is still a valid point.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        (child,) = forker.wait()
+        killed += child["status"] == -signal.SIGKILL
+        # Whatever the instant, every published partition file is whole and readable.
+        for name in lake_files(tmp_path):
+            pq.read_metadata(tmp_path / "lake" / name)
+        assert_exact(tmp_path, served.sandbox, day, case="sigkill:before-rerun")
+        run_ok(served.defs(tmp_path), day)
+        assert_exact(tmp_path, served.sandbox, day, case="sigkill:rerun")
+    assert killed >= 7, f"only {killed} of 10 children were killed mid-run"
+
+
+ANALYST = textwrap.dedent(
+    """
+    import sys, duckdb
+    con = duckdb.connect(sys.argv[1])  # read-write: the worst case for a writer
+    for _ in sys.stdin:
+        print(con.execute("select count(*), count(distinct id) from cdrs").fetchone(), flush=True)
+    """
+)
+
+
+def test_overlapping_backfills_with_an_analyst_connection_open(
+    served: Served, forker: Forker, tmp_path
+) -> None:
+    days = [TODAY - timedelta(days=2), TODAY - timedelta(days=1)]
+    seed_day = TODAY - timedelta(days=10)
+    run_ok(served.defs(tmp_path), seed_day)
+    analyst = subprocess.Popen(
+        [sys.executable, "-c", ANALYST, str(tmp_path / "warehouse.duckdb")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert analyst.stdin is not None
+    assert analyst.stdout is not None
+
+    def ask() -> str:
+        analyst.stdin.write("?\n")
+        analyst.stdin.flush()
+        return analyst.stdout.readline().strip()
+
+    try:
+        before = ask()
+        served.sandbox.faults = FaultConfig(error_5xx_rate=0.2, paths=(CDRS_PATH,))
+        # Two backfills of the very same partitions, at once, while the analyst keeps reading.
+        forker.start([job(served, tmp_path, days), job(served, tmp_path, days)])
+        during = ask()
+        children = forker.wait()
+        after = ask()
+    finally:
+        analyst.stdin.close()
+        analyst.wait(timeout=30)
+        analyst.stdout.close()
+    for child in children:
+        assert child["status"] == 0, child
+        assert child["result"]["success"], child
+    served.sandbox.faults = FaultConfig()
+    total = 0
+    for day in [seed_day, *days]:
+        total += len(assert_exact(tmp_path, served.sandbox, day, case="overlapping-backfills"))
+    LEDGER.faults.add("analyst-connection-open")
+    assert before.startswith("(")
+    assert during.startswith("(")
+    assert after == f"({total}, {total})"
+    assert tmp_files(tmp_path) == []
+
+
+def test_full_disk_fails_cleanly_and_keeps_the_previous_partition(
+    served: Served, forker: Forker, tmp_path
+) -> None:
+    day = TODAY - timedelta(days=11)
+    run_ok(served.defs(tmp_path), day)
+    before = lake_files(tmp_path)
+    raw = before[f"raw_cdrs/date={day.isoformat()}/part-0.parquet"]
+    # Files may grow to half the day's raw partition: the rewrite of that partition hits
+    # "disk full" (EFBIG under RLIMIT_FSIZE, the same failure path as ENOSPC) half-way.
+    forker.start([job(served, tmp_path, [day], fsize=len(raw) // 2)])
+    (child,) = forker.wait()
+    assert child["status"] == 0, child
+    result = child["result"]
+    assert result["success"] is False
+    failure = result["runs"][0]["failure"]
+    assert "File too large" in failure, failure
+    assert "Traceback" not in failure
+    # The previous partition is whole, byte for byte, and no temp file is left behind.
+    assert lake_files(tmp_path) == before
+    assert tmp_files(tmp_path) == []
+    assert_exact(tmp_path, served.sandbox, day, case="full-disk")
