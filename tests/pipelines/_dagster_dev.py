@@ -16,10 +16,12 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
@@ -28,6 +30,13 @@ STARTUP_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
 # Variables that would point the code location at a real cluster or a stray instance.
 _SCRUBBED_ENV = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_DATA_DIR")
+
+# Few, small daily partitions (knobs read by pipelines/definitions.py): the UI test backfills
+# the three oldest days, the GraphQL test the newest, so the two never touch the same partition.
+DAYS = 6
+START = datetime.now(UTC).date() - timedelta(days=DAYS)
+PARTITION_KEYS = tuple((START + timedelta(days=i)).isoformat() for i in range(DAYS))
+SMALL_ENV = {"CDRHOUSE_START_DATE": START.isoformat(), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
 
 BACKFILL_DONE = frozenset({"COMPLETED", "COMPLETED_SUCCESS"})
 BACKFILL_FAILED = frozenset({"FAILED", "COMPLETED_FAILED", "CANCELED"})
@@ -42,6 +51,37 @@ query BackfillStatus($id: String!) {
   }
 }
 """
+
+
+ASSET_STATUS_QUERY = """
+query Partitions($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) {
+    ... on AssetNode {
+      assetPartitionStatuses {
+        ... on TimePartitionStatuses { ranges { status startKey endKey } }
+      }
+      assetChecksOrError {
+        ... on AssetChecks {
+          checks { name executionForLatestMaterialization { status } }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class AssetStatus:
+    """What the instance knows of one asset: materialized partitions, latest check results."""
+
+    materialized: frozenset[str]
+    checks: dict[str, str | None]
+
+
+def _days(start_key: str, end_key: str) -> list[str]:
+    start, end = date.fromisoformat(start_key), date.fromisoformat(end_key)
+    return [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
 
 
 @dataclass(frozen=True)
@@ -85,6 +125,21 @@ class DagsterDev:
         raise AssertionError(
             f"backfill {backfill_id} still {status} after {timeout_s:.0f}s\n{self.log_tail()}"
         )
+
+    def asset_status(self, key: str) -> AssetStatus:
+        node = self.graphql(ASSET_STATUS_QUERY, {"key": {"path": [key]}})["assetNodeOrError"]
+        ranges = node["assetPartitionStatuses"]["ranges"]
+        materialized = frozenset(
+            day
+            for r in ranges
+            if r["status"] == "MATERIALIZED"
+            for day in _days(r["startKey"], r["endKey"])
+        )
+        checks = {
+            c["name"]: (c["executionForLatestMaterialization"] or {}).get("status")
+            for c in node["assetChecksOrError"]["checks"]
+        }
+        return AssetStatus(materialized, checks)
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -191,3 +246,25 @@ def run_dagster_dev(
         yield dev
     finally:
         _stop(proc)
+
+
+_SHARED = pytest.StashKey[DagsterDev]()
+
+
+def shared_dagster_dev(
+    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> DagsterDev:
+    """One `dagster dev` for the whole session, stopped when pytest finishes.
+
+    Starting and stopping one costs ~30-50 s on 2 cores, so the UI and the GraphQL test modules
+    share it (a fixture imported into two modules would be two fixtures, hence the stash).
+    """
+    dev = config.stash.get(_SHARED, None)
+    if dev is None:
+        stack = contextlib.ExitStack()
+        dev = stack.enter_context(
+            run_dagster_dev(tmp_path_factory.mktemp("dagster_dev"), extra_env=SMALL_ENV)
+        )
+        config.add_cleanup(stack.close)
+        config.stash[_SHARED] = dev
+    return dev

@@ -7,17 +7,10 @@ real `dagster dev` picks the backfill up, runs one run per partition, and the te
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
 import pytest
 
-from tests.pipelines._dagster_dev import DagsterDev, run_dagster_dev
-
-# Few, small partitions: the code location's knobs (read in pipelines/definitions.py).
-START = (datetime.now(UTC).date() - timedelta(days=6)).isoformat()
-SMALL_ENV = {"CDRHOUSE_START_DATE": START, "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
+from pipelines.assets import RAW_CDRS, ROW_COUNT_CHECK
+from tests.pipelines._dagster_dev import PARTITION_KEYS, DagsterDev, shared_dagster_dev
 
 LAUNCH = """
 mutation Launch($params: LaunchBackfillParams!) {
@@ -32,61 +25,22 @@ mutation Launch($params: LaunchBackfillParams!) {
 }
 """
 
-MATERIALIZED_PARTITIONS = """
-query Partitions($key: AssetKeyInput!) {
-  assetNodeOrError(assetKey: $key) {
-    ... on AssetNode {
-      assetPartitionStatuses {
-        ... on TimePartitionStatuses { ranges { status startKey endKey } }
-      }
-      assetChecksOrError {
-        ... on AssetChecks {
-          checks { name executionForLatestMaterialization { status } }
-        }
-      }
-    }
-  }
-}
-"""
-
 
 @pytest.fixture(scope="module")
-def dagster_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterDev]:
-    with run_dagster_dev(tmp_path_factory.mktemp("graphql"), extra_env=SMALL_ENV) as dev:
-        yield dev
-
-
-def _partition_keys(first: str, count: int) -> list[str]:
-    day = datetime.fromisoformat(first).date()
-    return [(day + timedelta(days=i)).isoformat() for i in range(count)]
-
-
-def _asset_node(dev: DagsterDev, key: list[str]) -> dict[str, Any]:
-    node: dict[str, Any] = dev.graphql(MATERIALIZED_PARTITIONS, {"key": {"path": key}})[
-        "assetNodeOrError"
-    ]
-    return node
-
-
-def _materialized_days(node: dict[str, Any]) -> set[str]:
-    days: set[str] = set()
-    for rng in node["assetPartitionStatuses"]["ranges"]:
-        if rng["status"] == "MATERIALIZED":
-            start = datetime.fromisoformat(rng["startKey"]).date()
-            end = datetime.fromisoformat(rng["endKey"]).date()
-            span = (end - start).days + 1
-            days.update((start + timedelta(days=i)).isoformat() for i in range(span))
-    return days
+def dagster_dev(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> DagsterDev:
+    return shared_dagster_dev(pytestconfig, tmp_path_factory)
 
 
 def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDev) -> None:
-    # Two days of raw CDRs, as a script would ask for them.
-    partitions = _partition_keys(START, 2)
+    # The newest two days of raw CDRs, as a nightly catch-up script would ask for them.
+    partitions = list(PARTITION_KEYS[-2:])
     result = dagster_dev.graphql(
         LAUNCH,
         {
             "params": {
-                "assetSelection": [{"path": ["raw_cdrs"]}],
+                "assetSelection": [{"path": [RAW_CDRS]}],
                 "partitionNames": partitions,
                 "title": "graphql test backfill",
                 "tags": [{"key": "cdrhouse/launched_by", "value": "test_graphql_backfill"}],
@@ -98,12 +52,7 @@ def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDe
     status = dagster_dev.wait_for_backfill(result["backfillId"], timeout_s=240.0)
 
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
-    raw = _asset_node(dagster_dev, ["raw_cdrs"])
-    assert _materialized_days(raw) >= set(partitions)
+    raw = dagster_dev.asset_status(RAW_CDRS)
+    assert raw.materialized >= set(partitions)
     # The blocking row-count check ran with the materialization and passed.
-    checks = {
-        c["name"]: (c["executionForLatestMaterialization"] or {}).get("status")
-        for c in raw["assetChecksOrError"]["checks"]
-    }
-    assert checks
-    assert set(checks.values()) == {"SUCCEEDED"}, checks
+    assert raw.checks == {ROW_COUNT_CHECK: "SUCCEEDED"}

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from pipelines.assets import CDR_GROUP, RAW_CDRS, ROW_COUNT_CHECK, SNAPSHOT_GROUP
-from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, run_dagster_dev
+from tests.pipelines._dagster_dev import (
+    ARTIFACTS_DIR,
+    PARTITION_KEYS,
+    DagsterDev,
+    shared_dagster_dev,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -34,13 +38,9 @@ LAUNCH_ARGS = [
     "--disable-sync",
 ]
 # Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
-VIEWPORT = {"width": 1800, "height": 1400}
+VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
 
-# Six small daily partitions; the UI backfills the three oldest.
-DAYS = 6
-START = datetime.now(UTC).date() - timedelta(days=DAYS)
-SMALL_ENV = {"CDRHOUSE_START_DATE": START.isoformat(), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
-BACKFILL_KEYS = [(START + timedelta(days=i)).isoformat() for i in range(3)]
+BACKFILL_KEYS = PARTITION_KEYS[:3]
 
 # Pinned so that a rename is never silent: the CDR, normalization and snapshot assets.
 EXPECTED = {
@@ -52,11 +52,12 @@ ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
 
 @pytest.fixture(scope="module")
-def dagster_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterDev]:
+def dagster_dev(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> DagsterDev:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
-    with run_dagster_dev(tmp_path_factory.mktemp("ui"), extra_env=SMALL_ENV) as dev:
-        yield dev
+    return shared_dagster_dev(pytestconfig, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -152,23 +153,29 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     expect(toast.first).to_be_visible()
     match = re.search(r"Created backfill\s+(\w+)", toast.first.text_content() or "")
     assert match, "no backfill id in the toast"
+    # Leave the live-updating page while the runs work: the 2-core machine needs the CPU.
+    page.goto("about:blank")
     status = dagster_dev.wait_for_backfill(match.group(1), timeout_s=240.0)
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
 
+    # The GraphQL test may have filled other days of the same instance: count them all.
+    materialized = dagster_dev.asset_status(RAW_CDRS).materialized
+    assert set(BACKFILL_KEYS) <= materialized
+
     # The materializations show on the asset's Partitions tab ...
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=partitions")
-    expect(page.get_by_text("Materialized (3)")).to_be_visible()
+    expect(page.get_by_text(f"Materialized ({len(materialized)})")).to_be_visible()
     # ... and the blocking row-count check's result on its Checks tab.
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=checks")
     check = page.locator("button, a, div").filter(has_text=ROW_COUNT_CHECK)
     expect(check.filter(has_text="Succeeded").last).to_be_visible()
     expect(page.get_by_text("Passed", exact=True).first).to_be_visible()
 
-    # The lineage graph: raw_cdrs half filled (3 of 6 days), its check passed.
+    # The lineage graph: raw_cdrs partly filled (3 or 5 of 6 days), its check passed.
     show_cdr_group(page, dagster_dev)
     raw = graph_node(page, RAW_CDRS)
     assert "1 / 1 Passed" in raw, raw
-    assert f"{round(100 * len(BACKFILL_KEYS) / DAYS)}% filled" in raw, raw
+    assert f"{round(100 * len(materialized) / len(PARTITION_KEYS))}% filled" in raw, raw
 
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     shot = ARTIFACTS_DIR / "ui_asset_graph_after_backfill.png"
