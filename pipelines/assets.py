@@ -55,7 +55,9 @@ TYPE_TABLES: Mapping[str, str] = {
 }
 ROW_COUNT_CHECK = "row_count_matches_api_total"
 # Raw rows are re-read in batches of this many for normalization (bounded memory).
-NORMALIZE_BATCH_ROWS = 50_000
+NORMALIZE_BATCH_ROWS = 10_000
+# Raw pages are written in row groups of about this many records (~10-20 MB of JSON).
+RAW_ROW_GROUP_ROWS = 10_000
 PREVIEW_ROWS = 5
 
 
@@ -128,6 +130,31 @@ def markdown_preview(df: pl.DataFrame, rows: int = PREVIEW_ROWS, max_cols: int =
     ]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
     return "\n".join(lines)
+
+
+class RowGroupBuffer:
+    """Collects decoded pages into row groups of about `rows` rows before writing.
+
+    Pages hold at most 1000 records; one row group per page would make Parquet files of many
+    tiny groups. The buffer bounds memory to one row group, whatever the size of the day.
+    """
+
+    def __init__(self, write: Any, rows: int = RAW_ROW_GROUP_ROWS) -> None:
+        self._write = write
+        self._rows = rows
+        self._frames: list[pl.DataFrame] = []
+        self._held = 0
+
+    def add(self, frame: pl.DataFrame) -> None:
+        self._frames.append(frame)
+        self._held += frame.height
+        if self._held >= self._rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._frames:
+            self._write(pl.concat(self._frames, how="vertical_relaxed"))
+        self._frames, self._held = [], 0
 
 
 @dataclass
@@ -215,7 +242,9 @@ def build_cdr_assets(
         lake = warehouse.lake()
         try:
             with lake.writer(RAW_CDRS, f"date={partition}") as writer:
-                stats = asyncio.run(_pull_day(contact_center, context.log, partition, writer.write))
+                buffer = RowGroupBuffer(writer.write)
+                stats = asyncio.run(_pull_day(contact_center, context.log, partition, buffer.add))
+                buffer.flush()
         except ContactCenterError as exc:
             raise api_failure(exc, partition=partition) from exc
         seconds = time.perf_counter() - begun
