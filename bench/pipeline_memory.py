@@ -6,6 +6,7 @@ alone (Dagster, the client, page decoding and the streaming Parquet writer), not
     .venv/bin/python -m bench.pipeline_memory [cdrs_per_day ...]
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import psutil
 
 from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
@@ -49,13 +52,20 @@ def measure(cdrs_per_day: int) -> tuple[float, float]:
             today.isoformat(),
         ]
         begun = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        log = Path(data_dir) / "ingest.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+            # Sample the child's RSS: its ru_maxrss would count the pages it shared with this
+            # process (which holds the sandbox's day) between fork and exec.
+            child, peak = psutil.Process(proc.pid), 0
+            while proc.poll() is None:
+                with contextlib.suppress(psutil.Error):
+                    peak = max(peak, child.memory_info().rss)
+                time.sleep(0.05)
         seconds = time.perf_counter() - begun
-        output = proc.stdout.read().decode() if proc.stdout else ""
-        if status != 0:
-            raise SystemExit(output)
-        return usage.ru_maxrss / 1024, seconds
+        if proc.returncode != 0:
+            raise SystemExit(log.read_text())
+        return peak / 2**20, seconds
 
 
 def _window(day):
