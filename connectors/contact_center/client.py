@@ -84,6 +84,7 @@ from models.resources import (
 )
 
 logger = logging.getLogger("connectors.contact_center")
+_DRAINED = httpx.ByteStream(b"")
 
 # The sandbox's documented signal of an invalid-cursor fallback (docs/sandbox.md); a real
 # server gives none, so the paginator also checks for page overlap.
@@ -298,6 +299,9 @@ class ContactCenterClient:
                 status = response.status_code
                 map_response(response, endpoint.scope, path=path)
                 result = parse(response)
+                # httpx's Response and its BoundAsyncStream point at each other: unlink them so
+                # the body (~1 MB for a CDR page) is freed at once, not at some later full GC.
+                response.stream = _DRAINED
             except httpx.RequestError as exc:
                 error: ContactCenterError = transport_failure(
                     exc, method=endpoint.method, path=path
