@@ -204,26 +204,30 @@ def decode_page(body: bytes) -> pl.DataFrame:
         return _decode_page_general(body)
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return _decode_page_general(body)
-    record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     df = pl.DataFrame(
         {
             "id": pl.Series([h.id for h in heads], dtype=S),
             "type": pl.Series([h.type for h in heads], dtype=S),
             "started_at_raw": pl.Series([h.started_at for h in heads], dtype=S),
-            "record": record,
+            "record": pl.Series([bytes(r) for r in raws], dtype=pl.Binary()),
         }
     )
     return _with_date(df)
 
 
 def _with_date(df: pl.DataFrame) -> pl.DataFrame:
-    """Add the UTC `date` of `started_at_raw`: the common format first, all formats only when
-    some value needs them (same result as `_parse_ts`, a third of the work)."""
-    raw = df["started_at_raw"]
-    ts = raw.str.to_datetime(_TS_FORMATS[0], time_unit="ms", time_zone="UTC", strict=False)
-    if ts.null_count() > raw.null_count():
-        ts = df.select(_parse_ts(pl.col("started_at_raw"))).to_series()
-    return df.with_columns(ts.dt.date().alias("date")).select(RAW_CDRS.column_names)
+    """Add the UTC `date` of `started_at_raw` (and `record` as text) in one polars pass: the
+    common format first, all formats only when some value needs them (same result as
+    `_parse_ts`, a third of the work)."""
+    text = pl.col("record").cast(S)
+    first = pl.col("started_at_raw").str.to_datetime(
+        _TS_FORMATS[0], time_unit="ms", time_zone="UTC", strict=False
+    )
+    out = df.with_columns(text, first.dt.date().alias("date")).select(RAW_CDRS.column_names)
+    if out["date"].null_count() > out["started_at_raw"].null_count():
+        every = _parse_ts(pl.col("started_at_raw")).dt.date().alias("date")
+        out = df.with_columns(text, every).select(RAW_CDRS.column_names)
+    return out
 
 
 def _decode_page_general(body: bytes) -> pl.DataFrame:
