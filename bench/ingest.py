@@ -38,6 +38,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -168,6 +169,19 @@ class ServedSandbox:
 # --------------------------------------------------------------------------- the ingest
 
 
+def _hwm_mb(pid: int | str = "self") -> float | None:
+    """VmHWM (peak RSS of this address space) from /proc: unlike ru_maxrss it does not carry
+    the parent's high-water mark across fork + exec."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def _cpu_now() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
@@ -195,7 +209,7 @@ def _raw_ingest_child(
             buffer.flush()
     warehouse.refresh_warehouse()
     wall, cpu = time.perf_counter() - began, _cpu_now() - cpu0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     conn.send(
         {"rows": stats.rows, "pages": stats.pages, "bytes": stats.bytes, "wall_s": wall,
          "cpu_s": cpu, "peak_rss_mb": peak_mb}
@@ -233,9 +247,21 @@ def run_cli_ingest(sb: ServedSandbox, start: date, end: date, label: str) -> Res
         requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
         began = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        peaks: list[float] = []
+        done = threading.Event()
+
+        def watch() -> None:  # the child's own VmHWM until it is reaped (no poll(): wait4 reaps)
+            while not done.is_set():
+                if (hwm := _hwm_mb(proc.pid)) is not None:
+                    peaks.append(hwm)
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         assert proc.stdout is not None
         output = proc.stdout.read().decode(errors="replace")
         _, status, usage = os.wait4(proc.pid, 0)
+        done.set()
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - began
         if proc.returncode != 0:
@@ -247,7 +273,7 @@ def run_cli_ingest(sb: ServedSandbox, start: date, end: date, label: str) -> Res
             rows=rows,
             wall_s=wall,
             cpu_s=usage.ru_utime + usage.ru_stime,
-            peak_rss_mb=usage.ru_maxrss / 1024,
+            peak_rss_mb=max(peaks) if peaks else usage.ru_maxrss / 1024,
             warehouse_rows=_count(database, "cdrs"),
         )
         result.requests = result.pages = sb.cdr_requests() - requests0
