@@ -164,7 +164,7 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         from warehouse.duck import build_warehouse
 
         self.data_path.mkdir(parents=True, exist_ok=True)
-        build_warehouse(self.data_path)
+        build_warehouse(self.data_path, self.resolved_lake_uri)
         return self.data_path / "warehouse.duckdb"
 
 

@@ -228,17 +228,21 @@ def materialize_aggregates(lake_dir: Path) -> int:
     return refreshed
 
 
-def build_warehouse(data_dir: Path) -> Path:
-    """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path."""
+def build_warehouse(data_dir: Path, lake_uri: str | None = None) -> Path:
+    """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
+
+    The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
+    configuration change."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    lake_dir = Lake(lake_uri).root if lake_uri else data_dir / LAKE_DIR
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
-    materialize_aggregates(data_dir / LAKE_DIR)
+    materialize_aggregates(lake_dir)
     try:
         con = duckdb.connect(str(tmp))
         try:
-            create_views(con, data_dir / LAKE_DIR)
+            create_views(con, lake_dir)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -50,3 +50,15 @@ def test_aggregates_are_materialized_and_follow_partition_changes(tmp_path) -> N
     with connect(tmp_path) as con:
         days = con.sql("SELECT DISTINCT date FROM rpt_daily_volume ORDER BY 1").fetchall()
     assert [d[0] for d in days] == [START, START + dt.timedelta(days=2)]
+
+
+def test_views_follow_a_lake_uri_outside_the_data_dir(tmp_path) -> None:
+    small = build_small(tmp_path / "elsewhere")  # lake at <tmp>/elsewhere/lake
+    data_dir = tmp_path / "warehouse-only"
+    build_warehouse(data_dir, small.lake.uri)
+    assert not (data_dir / "lake").exists()
+    with connect(data_dir) as con:
+        rows = con.execute("SELECT count(*) FROM cdrs").fetchall()
+    expected = sum(small.lake.read("cdrs", key).height for key in small.lake.partitions("cdrs"))
+    assert rows == [(expected,)]
+    assert expected > 0
