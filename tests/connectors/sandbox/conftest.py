@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -22,10 +22,20 @@ NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC)
 NARROW_KEY = "narrow-key"  # a valid key with one unrelated scope
 
 
-class Api:
-    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport."""
+V4 = "/api/v4"
 
-    def __init__(self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY) -> None:
+
+class Api:
+    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport.
+
+    Every path is sent with ``prefix`` in front: the read tests give full paths (prefix ""),
+    the write tests give paths below ``/api/v4`` (prefix=V4).
+    """
+
+    def __init__(
+        self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY, prefix: str = ""
+    ) -> None:
+        self._prefix = prefix
         self._runner = asyncio.Runner()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.AsyncClient(
@@ -33,10 +43,16 @@ class Api:
         )
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self._runner.run(self._client.request(method, path, **kwargs))
+        return self._runner.run(self._client.request(method, self._prefix + path, **kwargs))
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, json=body, **kwargs)
+
+    def patch(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.request("PATCH", path, json=body, **kwargs)
 
     def json(self, path: str, **kwargs: Any) -> Any:
         response = self.get(path, **kwargs)
@@ -46,6 +62,31 @@ class Api:
     def close(self) -> None:
         self._runner.run(self._client.aclose())
         self._runner.close()
+
+
+def v4_api(sandbox: Sandbox) -> Iterator[Api]:
+    """The body of the write modules' ``api`` fixture: an /api/v4 client, closed afterwards."""
+    client = Api(sandbox, prefix=V4)
+    yield client
+    client.close()
+
+
+def make_write_sandbox(
+    extra_keys: Mapping[str, frozenset[str]], now: datetime | None = None, **kw: Any
+) -> Sandbox:
+    """The small sandbox of the write tests: the default key plus ``extra_keys``."""
+    config = SandboxConfig(
+        seed=7,
+        start_date=date(2026, 11, 1),
+        days=2,
+        cdrs_per_day=300,
+        api_keys={DEFAULT_API_KEY: ALL_SCOPES, **extra_keys},
+        **kw,
+    )
+    sandbox = Sandbox(config)
+    if now is not None:
+        sandbox.clock.set(now)
+    return sandbox
 
 
 def make_sandbox(seed: int = 7, faults: FaultConfig | None = None, **kw: Any) -> Sandbox:

@@ -3,17 +3,14 @@ the start/pause/stop state machine, feature flags and leads."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Iterator
-from datetime import date
 from typing import Any
 
-import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
+from tests.connectors.sandbox.conftest import V4, Api, make_write_sandbox, v4_api
 
 READ_ONLY_KEY = "campaign-reader"
 CONFLICT = {"errors": {"state": ["conflict"]}}
@@ -22,36 +19,8 @@ STOPPED_ID, COMPLETED_ID = 4, 5
 PHONE_A, PHONE_B = "4930123456", "4989765432"
 
 
-class Api:
-    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport."""
-
-    def __init__(self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY) -> None:
-        self._runner = asyncio.Runner()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(
-            transport=sandbox.transport(), base_url=sandbox.base_url, headers=headers
-        )
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self._runner.run(self._client.request(method, "/api/v4" + path, **kwargs))
-
-    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
-        return self.request("POST", path, json=body, **kwargs)
-
-    def patch(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
-        return self.request("PATCH", path, json=body, **kwargs)
-
-    def close(self) -> None:
-        self._runner.run(self._client.aclose())
-        self._runner.close()
-
-
 def make_sandbox(**flags: bool) -> Sandbox:
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, READ_ONLY_KEY: frozenset({"campaigns.read"})}
-    config = SandboxConfig(
-        seed=7, start_date=date(2026, 11, 1), days=2, cdrs_per_day=300, api_keys=keys, **flags
-    )
-    return Sandbox(config)
+    return make_write_sandbox({READ_ONLY_KEY: frozenset({"campaigns.read"})}, **flags)
 
 
 @pytest.fixture
@@ -61,9 +30,7 @@ def sandbox() -> Sandbox:
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    client = Api(sandbox)
-    yield client
-    client.close()
+    yield from v4_api(sandbox)
 
 
 def minimal(name: str = "Spring Outreach", **extra: Any) -> dict[str, Any]:
@@ -457,7 +424,10 @@ def test_malformed_json_and_non_object_bodies(api: Api) -> None:
 
 
 def test_auth_is_checked_before_the_body(sandbox: Sandbox) -> None:
-    anonymous, reader = Api(sandbox, key=None), Api(sandbox, key=READ_ONLY_KEY)
+    anonymous, reader = (
+        Api(sandbox, key=None, prefix=V4),
+        Api(sandbox, key=READ_ONLY_KEY, prefix=V4),
+    )
     try:
         assert anonymous.post("/campaigns", minimal()).json() == {"error": "Unauthorized"}
         assert anonymous.post("/campaigns", minimal()).status_code == 401
@@ -492,7 +462,7 @@ FEATURE_CASES = [
 def test_feature_flag_off_rejects_and_on_accepts(
     flag: str, change: dict[str, Any], field: str
 ) -> None:
-    off, on = Api(make_sandbox(**{flag: False})), Api(make_sandbox())
+    off, on = Api(make_sandbox(**{flag: False}), prefix=V4), Api(make_sandbox(), prefix=V4)
     try:
         refused = off.post("/campaigns", minimal(**change))
         assert refused.status_code == 422
@@ -506,7 +476,7 @@ def test_feature_flag_off_rejects_and_on_accepts(
 
 
 def test_null_contact_local_time_needs_no_feature() -> None:
-    off = Api(make_sandbox(contact_local_time=False))
+    off = Api(make_sandbox(contact_local_time=False), prefix=V4)
     try:
         assert off.patch("/campaigns/1", {"contact_local_time": None}).status_code == 200
     finally:
@@ -743,7 +713,7 @@ def test_created_campaign_is_listed_and_fetchable(api: Api) -> None:
 
 
 def test_auth_comes_before_the_404(sandbox: Sandbox) -> None:
-    anonymous = Api(sandbox, key=None)
+    anonymous = Api(sandbox, key=None, prefix=V4)
     try:
         for method in ("PATCH", "POST"):
             path = "/campaigns/nope" + ("/leads" if method == "POST" else "")

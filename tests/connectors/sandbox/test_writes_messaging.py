@@ -2,64 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
+from connectors.sandbox.config import ALL_SCOPES
+from tests.connectors.sandbox.conftest import V4, Api, make_write_sandbox, v4_api
 
 NO_SMS_KEY = "no-sms"
 CONTACT = "447700900123"
 NOW = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
 
 
-class Api:
-    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport."""
-
-    def __init__(self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY) -> None:
-        self._runner = asyncio.Runner()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(
-            transport=sandbox.transport(), base_url=sandbox.base_url, headers=headers
-        )
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self._runner.run(self._client.request(method, "/api/v4" + path, **kwargs))
-
-    def post(self, path: str, body: Any = None) -> httpx.Response:
-        return self.request("POST", path, json=body)
-
-    def get(self, path: str, **params: Any) -> httpx.Response:
-        return self.request("GET", path, params=params)
-
-    def close(self) -> None:
-        self._runner.run(self._client.aclose())
-        self._runner.close()
-
-
 @pytest.fixture
 def sandbox() -> Sandbox:
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, NO_SMS_KEY: ALL_SCOPES - {"messaging.sms.send"}}
-    config = SandboxConfig(
-        seed=7, start_date=date(2026, 11, 1), days=2, cdrs_per_day=300, api_keys=keys
-    )
-    box = Sandbox(config)
-    box.clock.set(NOW)
-    return box
+    return make_write_sandbox({NO_SMS_KEY: ALL_SCOPES - {"messaging.sms.send"}}, NOW)
 
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    client = Api(sandbox)
-    yield client
-    client.close()
+    yield from v4_api(sandbox)
 
 
 def text_sms(body: str = "Your parcel arrives today.", **extra: Any) -> dict[str, Any]:
@@ -105,7 +72,9 @@ def test_text_sms_answers_201_and_leaves_an_sms_cdr(api: Api, sandbox: Sandbox) 
     }
     assert Decimal(str(cdr["cost"])) == Decimal("0.065")
     assert before - balance(api) == Decimal("0.065")
-    listed = api.get("/reporting/cdrs", type="sms", to_phone_number=CONTACT).json()["cdrs"]
+    listed = api.get("/reporting/cdrs", params={"type": "sms", "to_phone_number": CONTACT}).json()[
+        "cdrs"
+    ]
     assert [c["id"] for c in listed] == [sms_id]
 
 
@@ -149,7 +118,7 @@ def test_numeric_sender_id_is_a_purchased_number(api: Api, sandbox: Sandbox) -> 
 
 def test_source_is_kept_as_the_account_id(api: Api) -> None:
     cdr = send(api, text_sms(source={"system": "crm", "account_id": "ACC-SMS-9"}))
-    listed = api.get("/reporting/cdrs", account_id="ACC-SMS-9").json()["cdrs"]
+    listed = api.get("/reporting/cdrs", params={"account_id": "ACC-SMS-9"}).json()["cdrs"]
     assert [c["id"] for c in listed] == [cdr["id"]]
 
 
@@ -266,7 +235,11 @@ def test_sms_rejects(
 
 
 def test_sms_auth_and_malformed_body(sandbox: Sandbox) -> None:
-    anonymous, scoped_out, ok = Api(sandbox, key=None), Api(sandbox, key=NO_SMS_KEY), Api(sandbox)
+    anonymous, scoped_out, ok = (
+        Api(sandbox, key=None, prefix=V4),
+        Api(sandbox, key=NO_SMS_KEY, prefix=V4),
+        Api(sandbox, prefix=V4),
+    )
     try:
         unauthorized = anonymous.post("/messaging/sms", text_sms())
         assert (unauthorized.status_code, unauthorized.json()) == (401, {"error": "Unauthorized"})

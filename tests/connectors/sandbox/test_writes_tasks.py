@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
+from tests.connectors.sandbox.conftest import V4, Api, make_write_sandbox, v4_api
 
 READ_TASKS_KEY = "tasks-reader"
 CONTACT = "14155550123"
@@ -20,47 +18,15 @@ NOW = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 CALLBACK_PATHS = ["/tasks/scheduled_callbacks", "/tasks/schedule_callbacks"]
 
 
-class Api:
-    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport."""
-
-    def __init__(self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY) -> None:
-        self._runner = asyncio.Runner()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(
-            transport=sandbox.transport(), base_url=sandbox.base_url, headers=headers
-        )
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self._runner.run(self._client.request(method, "/api/v4" + path, **kwargs))
-
-    def post(self, path: str, body: Any = None) -> httpx.Response:
-        return self.request("POST", path, json=body)
-
-    def get(self, path: str, **params: Any) -> httpx.Response:
-        return self.request("GET", path, params=params)
-
-    def close(self) -> None:
-        self._runner.run(self._client.aclose())
-        self._runner.close()
-
-
 @pytest.fixture
 def sandbox() -> Sandbox:
     reader = frozenset({"tasks.webhooks.read", "tasks.scheduled_callbacks.read"})
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, READ_TASKS_KEY: reader}
-    config = SandboxConfig(
-        seed=7, start_date=date(2026, 11, 1), days=2, cdrs_per_day=300, api_keys=keys
-    )
-    box = Sandbox(config)
-    box.clock.set(NOW)
-    return box
+    return make_write_sandbox({READ_TASKS_KEY: reader}, NOW)
 
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    client = Api(sandbox)
-    yield client
-    client.close()
+    yield from v4_api(sandbox)
 
 
 @pytest.mark.parametrize("path", CALLBACK_PATHS, ids=["scheduled", "schedule"])
@@ -154,7 +120,10 @@ def test_retrigger_unknown_failure_is_404(api: Api) -> None:
 
 
 def test_tasks_writes_need_their_scopes(sandbox: Sandbox) -> None:
-    reader, anonymous = Api(sandbox, key=READ_TASKS_KEY), Api(sandbox, key=None)
+    reader, anonymous = (
+        Api(sandbox, key=READ_TASKS_KEY, prefix=V4),
+        Api(sandbox, key=None, prefix=V4),
+    )
     try:
         failure_id = reader.get("/tasks/webhook_failures").json()["webhook_failures"][0]["id"]
         denied = reader.post(f"/tasks/webhook_failures/{failure_id}/retrigger")

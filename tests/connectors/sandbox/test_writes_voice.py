@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
+from connectors.sandbox.config import ALL_SCOPES
+from tests.connectors.sandbox.conftest import V4, Api, make_write_sandbox, v4_api
 
 NO_VOICE_KEY = "no-voice"
 CONFLICT = {"errors": {"state": ["conflict"]}}
@@ -21,46 +20,14 @@ CONTACT = "4915112345678"
 NOW = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 
 
-class Api:
-    """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport."""
-
-    def __init__(self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY) -> None:
-        self._runner = asyncio.Runner()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(
-            transport=sandbox.transport(), base_url=sandbox.base_url, headers=headers
-        )
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self._runner.run(self._client.request(method, "/api/v4" + path, **kwargs))
-
-    def post(self, path: str, body: Any = None) -> httpx.Response:
-        return self.request("POST", path, json=body)
-
-    def get(self, path: str, **params: Any) -> httpx.Response:
-        return self.request("GET", path, params=params)
-
-    def close(self) -> None:
-        self._runner.run(self._client.aclose())
-        self._runner.close()
-
-
 @pytest.fixture
 def sandbox() -> Sandbox:
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, NO_VOICE_KEY: ALL_SCOPES - {"voice.call.manage"}}
-    config = SandboxConfig(
-        seed=7, start_date=date(2026, 11, 1), days=2, cdrs_per_day=300, api_keys=keys
-    )
-    box = Sandbox(config)
-    box.clock.set(NOW)
-    return box
+    return make_write_sandbox({NO_VOICE_KEY: ALL_SCOPES - {"voice.call.manage"}}, NOW)
 
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    client = Api(sandbox)
-    yield client
-    client.close()
+    yield from v4_api(sandbox)
 
 
 @pytest.fixture
@@ -135,10 +102,10 @@ def test_hangup_makes_a_call_cdr_and_charges_the_balance(
     assert before - balance(api) == Decimal("0.04")
 
     listed = api.get(
-        "/reporting/cdrs", **{"type[]": "call", "user_id": agent["id"], "limit": 1000}
+        "/reporting/cdrs", params={"type[]": "call", "user_id": agent["id"], "limit": 1000}
     ).json()["cdrs"]
     assert call_id in {c["id"] for c in listed}
-    by_account = api.get("/reporting/cdrs", account_id="ACC-CALL-1").json()["cdrs"]
+    by_account = api.get("/reporting/cdrs", params={"account_id": "ACC-CALL-1"}).json()["cdrs"]
     assert [c["id"] for c in by_account] == [call_id]
 
 
@@ -211,8 +178,11 @@ def test_deleted_user_cannot_start_a_call(api: Api, sandbox: Sandbox) -> None:
 
 
 def test_voice_auth_and_malformed_body(sandbox: Sandbox, agent: dict[str, Any]) -> None:
-    anonymous, scoped_out = Api(sandbox, key=None), Api(sandbox, key=NO_VOICE_KEY)
-    authorized = Api(sandbox)
+    anonymous, scoped_out = (
+        Api(sandbox, key=None, prefix=V4),
+        Api(sandbox, key=NO_VOICE_KEY, prefix=V4),
+    )
+    authorized = Api(sandbox, prefix=V4)
     try:
         body = {"phone_number": CONTACT, "user_id": agent["id"]}
         assert anonymous.post("/voice/calls", body).status_code == 401
