@@ -99,7 +99,8 @@ def test_unset_base_url_runs_the_bundled_sandbox_in_process(tmp_path, capsys) ->
         ("2026-13-01", "2026-11-02", "is not a date"),
         ("2026-11-05", "2026-11-05", "must be after --start"),
         ("2026-11-05", "2026-11-01", "must be after --start"),
-        ("2026-11-01", (TODAY + timedelta(days=1)).isoformat(), "beyond today"),
+        # Two days ahead: TODAY is taken at import, and the suite may cross midnight UTC.
+        ("2026-11-01", (TODAY + timedelta(days=2)).isoformat(), "beyond today"),
     ],
     ids=["bad-date", "empty-range", "end-before-start", "beyond-today"],
 )
