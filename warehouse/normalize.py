@@ -140,6 +140,10 @@ def _all_key_names(dtype: Any) -> set[str]:
 # Every key name the spec knows at any depth; a record with any other key takes the slow path.
 _KNOWN_KEY_TOKENS = sorted(f'"{k}":' for k in _all_key_names(RECORD_DTYPE))
 _KEY_RE = r'"[A-Za-z0-9_]+":'
+# The same tokens as one regex. Matches of `_KEY_RE` never overlap (a match ends in `":`, which
+# cannot start another), every known token is itself a `_KEY_RE` match, so a record has an
+# unknown key exactly when it has more `_KEY_RE` matches than `_KNOWN_KEY_RE` matches.
+_KNOWN_KEY_RE = '"(?:' + "|".join(sorted(_all_key_names(RECORD_DTYPE))) + ')":'
 _STRING_COST_RE = r'"cost":"'
 _TS_FORMATS = ("%Y-%m-%dT%H:%M:%S%.fZ", "%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%SZ")
 
@@ -324,10 +328,30 @@ def _int(expr: pl.Expr) -> pl.Expr:
     return expr.cast(pl.Float64(), strict=False).cast(pl.Int64(), strict=False)
 
 
+_DECODE_CHUNK = 8192
+
+
+def _json_decode(records: pl.Series) -> pl.Series:
+    """`records.str.json_decode(RECORD_DTYPE)`, in slices decoded in parallel (one `select`, its
+    expressions run on polars' thread pool). Row-wise, so the result is the same, and it raises
+    when any slice does."""
+    n = len(records)
+    parts = max(1, min(pl.thread_pool_size(), n // _DECODE_CHUNK))
+    if parts == 1:
+        return records.str.json_decode(RECORD_DTYPE)
+    step = -(-n // parts)
+    col = pl.col("r")
+    cols = records.to_frame("r").select(
+        col.slice(i * step, step).str.json_decode(RECORD_DTYPE).implode().alias(str(i))
+        for i in range(parts)
+    )
+    return pl.concat([cols[str(i)].explode() for i in range(parts)]).alias(records.name)
+
+
 def _decode_records(records: pl.Series) -> tuple[pl.Series, pl.Series]:
     """Decode record strings; rows whose *structure* is wrong come back null with a reason."""
     try:
-        return records.str.json_decode(RECORD_DTYPE), pl.Series([None] * len(records), dtype=S)
+        return _json_decode(records), pl.Series([None] * len(records), dtype=S)
     except pl.exceptions.PolarsError:
         pass
     # Slow path, only when some record nests an object where a scalar belongs (or vice versa).
@@ -347,10 +371,10 @@ def _decode_records(records: pl.Series) -> tuple[pl.Series, pl.Series]:
 def _extras(records: pl.Series, types: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields."""
     n = len(records)
-    known: Any = pl.lit(pl.Series(_KNOWN_KEY_TOKENS, dtype=S).implode())
+    r = pl.col("r").str
     unknown = (
         records.to_frame("r")
-        .select(pl.col("r").str.extract_all(_KEY_RE).list.set_difference(known).list.len() > 0)
+        .select(r.count_matches(_KEY_RE) != r.count_matches(_KNOWN_KEY_RE))
         .to_series()
     )
     extra: list[str | None] = [None] * n
@@ -414,7 +438,6 @@ def _d(*path: str) -> pl.Expr:
 
 
 def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec) -> pl.DataFrame:
-    rows = ok.filter(pl.col("type") == kind)
     common = [pl.col(c) for c in ("id", "subtype", "disposition", "user_id", "user_name_snapshot")]
     common += [pl.col("cost"), pl.col("started_at"), pl.col("ended_at")]
     tail = [pl.col("data_extra").alias("extra"), pl.col("date")]
@@ -466,7 +489,10 @@ def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec) -> pl.DataFrame:
             _bool(_d("roaming")).alias("roaming"),
             _d("related_call", "id").alias("related_call_id"),
         ]
-    return rows.select([*common, *specific, *tail]).cast(spec.polars_schema())
+    # Project first (struct fields and casts are cheap row-wise), then filter the flat columns:
+    # filtering the wide nested `data` struct per type costs more than the whole projection.
+    keep = ok.get_column("type") == kind
+    return ok.select([*common, *specific, *tail]).filter(keep).cast(spec.polars_schema())
 
 
 def normalize(raw: pl.DataFrame) -> NormalizedTables:
@@ -516,7 +542,8 @@ def normalize(raw: pl.DataFrame) -> NormalizedTables:
     bad = df.filter(pl.col("reason") != "")
     ok = df.filter(pl.col("reason") == "")
     known = pl.col("type").is_in(list(DATA_FIELDS))
-    data_json = pl.col("record").str.json_path_match("$.data")
+    # `data` JSON only for rows of an unknown type: the others are null before the JSON path.
+    data_json = pl.when(known).then(None).otherwise(pl.col("record")).str.json_path_match("$.data")
     cdrs = ok.with_columns(pl.when(known).then(None).otherwise(data_json).alias("data")).select(
         CDRS.column_names
     )
@@ -528,7 +555,22 @@ def normalize(raw: pl.DataFrame) -> NormalizedTables:
         "record",
         _parse_ts(pl.col("started_at_raw").str.slice(0, 10) + "T00:00:00Z").dt.date().alias("date"),
     )
-    per_type = {kind: _type_frame(ok, kind, spec) for kind, spec in TYPE_TABLES.items()}
+    # Only what the per-type tables read, so each per-type filter copies a slim frame.
+    slim = ok.select(
+        "type",
+        "id",
+        "subtype",
+        "disposition",
+        "user_id",
+        "user_name_snapshot",
+        "cost",
+        "started_at",
+        "ended_at",
+        "data_extra",
+        "date",
+        pl.struct(pl.col("r").struct.field("data")).alias("r"),
+    )
+    per_type = {kind: _type_frame(slim, kind, spec) for kind, spec in TYPE_TABLES.items()}
     return NormalizedTables(
         cdrs=cdrs.cast(CDRS.polars_schema()),
         cdr_calls=per_type["call"],
