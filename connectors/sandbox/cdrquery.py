@@ -370,21 +370,18 @@ def _match(sandbox: Sandbox, day: DayCdrs, i: int, flt: CdrFilter, drift: bool) 
         and _is_drifted(sandbox.config.seed, sandbox.faults, day.ids[i])
     ):
         return False
-    if flt.types is not None and day.types[i] not in flt.types:
-        return False
-    if flt.subtypes is not None and day.subtypes[i] not in flt.subtypes:
-        return False
-    if flt.dispositions is not None and day.dispositions[i] not in flt.dispositions:
-        return False
-    if flt.user_ids is not None and day.user_ids[i] not in flt.user_ids:
-        return False
+    for wanted, column in (
+        (flt.types, day.types),
+        (flt.subtypes, day.subtypes),
+        (flt.dispositions, day.dispositions),
+        (flt.user_ids, day.user_ids),
+        (flt.queue_ids, day.queue_ids),
+        (flt.campaign_ids, day.campaign_ids),
+        (flt.account_ids, day.account_ids),
+    ):
+        if wanted is not None and column[i] not in wanted:
+            return False
     if flt.team_ids is not None and not flt.team_ids.intersection(day.team_ids[i]):
-        return False
-    if flt.queue_ids is not None and day.queue_ids[i] not in flt.queue_ids:
-        return False
-    if flt.campaign_ids is not None and day.campaign_ids[i] not in flt.campaign_ids:
-        return False
-    if flt.account_ids is not None and day.account_ids[i] not in flt.account_ids:
         return False
     if flt.tag is not None and flt.tag not in day.tags[i]:
         return False
