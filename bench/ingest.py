@@ -191,22 +191,15 @@ def _raw_ingest_child(
     conn: Connection, base_url: str, day: date, data_dir: str, rps: float | None
 ) -> None:
     """The `raw_cdrs` asset's work for one day, in a fresh process; sends back the figures."""
-    from pipelines import assets
-    from pipelines.assets import RAW_CDRS, _pull_day
+    from pipelines.assets import land_raw_day
     from pipelines.resources import ContactCenterResource, WarehouseResource
 
     contact_center = ContactCenterResource(base_url=base_url, api_key=KEY, rate_limit_rps=rps)
     warehouse = WarehouseResource(data_dir=data_dir)
     log = logging.getLogger("bench.ingest")
     began, cpu0 = time.perf_counter(), _cpu_now()
-    # Exactly what the raw_cdrs asset does around _pull_day (row-group buffer when it has one).
-    buffer_cls: Any = getattr(assets, "RowGroupBuffer", None)
-    with warehouse.lake().writer(RAW_CDRS, f"date={day}") as writer:
-        buffer = buffer_cls(writer.write) if buffer_cls else None
-        write = buffer.add if buffer else writer.write
-        stats = asyncio.run(_pull_day(contact_center, log, day.isoformat(), write))  # type: ignore[arg-type]
-        if buffer:
-            buffer.flush()
+    # The raw_cdrs asset's own code path (fetch -> decode -> Parquet), minus Dagster bookkeeping.
+    stats = land_raw_day(contact_center, warehouse, log, day.isoformat())
     warehouse.refresh_warehouse()
     wall, cpu = time.perf_counter() - began, _cpu_now() - cpu0
     peak_mb = _hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

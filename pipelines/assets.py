@@ -7,6 +7,7 @@ day. Every API-calling asset is in the `contact_center_api` pool (limit in dagst
 """
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -175,7 +176,7 @@ class PullStats:
 
 async def _pull_day(
     contact_center: ContactCenterResource,
-    log: dg.DagsterLogManager,
+    log: logging.Logger | dg.DagsterLogManager,
     partition: str,
     write: Any,
 ) -> PullStats:
@@ -217,6 +218,22 @@ async def _pull_day(
             for fut in landing:
                 if not fut.cancel() and not fut.cancelled():
                     fut.exception()  # retrieved; the first error is already propagating
+    return stats
+
+
+def land_raw_day(
+    contact_center: ContactCenterResource,
+    warehouse: WarehouseResource,
+    log: logging.Logger | dg.DagsterLogManager,
+    partition: str,
+) -> PullStats:
+    """Pull one UTC day and replace its `raw_cdrs` partition atomically; returns the pull stats.
+
+    The one code path for the asset and `bench.ingest`, so the bench measures what users run."""
+    with warehouse.lake().writer(RAW_CDRS, f"date={partition}") as writer:
+        buffer = RowGroupBuffer(writer.write)
+        stats = asyncio.run(_pull_day(contact_center, log, partition, buffer.add))
+        buffer.flush()
     return stats
 
 
@@ -264,12 +281,8 @@ def build_cdr_assets(
         """
         partition = context.partition_key
         begun = time.perf_counter()
-        lake = warehouse.lake()
         try:
-            with lake.writer(RAW_CDRS, f"date={partition}") as writer:
-                buffer = RowGroupBuffer(writer.write)
-                stats = asyncio.run(_pull_day(contact_center, context.log, partition, buffer.add))
-                buffer.flush()
+            stats = land_raw_day(contact_center, warehouse, context.log, partition)
         except ContactCenterError as exc:
             raise api_failure(exc, partition=partition) from exc
         seconds = time.perf_counter() - begun
