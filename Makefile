@@ -31,6 +31,17 @@ browser:
 	  else echo "warning: no root/apt-get; install chromium to run the browser test"; fi; \
 	fi
 
+# Debian's PostgreSQL for the production-instance tests (tests/deploy/ start their own cluster
+# on a loopback port; no service is enabled). The S3 server (moto) comes with the dev extra.
+.PHONY: services
+services:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+	      || echo "warning: could not install postgresql; the tests/deploy/ PostgreSQL tests will be skipped"; \
+	  else echo "warning: no root/apt-get; install postgresql to run the tests/deploy/ PostgreSQL tests"; fi; \
+	fi
+
 demo: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/cdrhouse demo
 
@@ -39,7 +50,7 @@ lint: install
 	$(BIN)/ruff format --check connectors models warehouse pipelines
 	$(BIN)/mypy
 
-test: install browser lint
+test: install browser services lint
 	$(BIN)/python -m pytest
 
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
