@@ -1,12 +1,34 @@
-"""The repository's dagster.yaml is a valid Dagster 1.13 instance config, with our settings."""
+"""The repository's dagster.yaml is a valid Dagster 1.13 instance config, with our settings.
+
+The production file, pipelines/deploy/dagster.yaml, must be the same instance plus PostgreSQL
+storage (tests/deploy/ load it against a real PostgreSQL).
+"""
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
+import yaml
+from dagster._config import process_config
+from dagster._core.instance.config import dagster_instance_config
+from dagster._core.storage.config import pg_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
+PG_ENV = {
+    "DAGSTER_PG_USERNAME": "cdrhouse",
+    "DAGSTER_PG_PASSWORD": "s3cret",
+    "DAGSTER_PG_HOST": "db.internal",
+    "DAGSTER_PG_DB": "dagster",
+    "DAGSTER_PG_PORT": "6543",
+}
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
+    return data
 
 
 @pytest.fixture
@@ -44,3 +66,48 @@ def test_api_pool_limit_applies_to_the_contact_center_pool(instance: dg.DagsterI
     instance.event_log_storage.initialize_concurrency_limit_to_default("contact_center_api")
     info = instance.event_log_storage.get_concurrency_info("contact_center_api")
     assert info.slot_count == 2
+
+
+def test_deploy_yaml_is_the_local_instance_plus_postgres_storage() -> None:
+    local, deploy = _load(REPO_ROOT / "dagster.yaml"), _load(DEPLOY_YAML)
+    # Local keeps Dagster's default sqlite storage under DAGSTER_HOME; production adds only
+    # `storage`, and every other section is identical, so the two cannot drift apart.
+    assert "storage" not in local
+    assert set(deploy) == set(local) | {"storage"}
+    for section in local:
+        assert deploy[section] == local[section], section
+    assert set(deploy["storage"]) == {"postgres"}
+
+
+def test_deploy_yaml_takes_every_postgres_setting_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _load(DEPLOY_YAML)["storage"]["postgres"]["postgres_db"]
+    # No literal value (above all no password) in a checked-in file.
+    assert db == {
+        "username": {"env": "DAGSTER_PG_USERNAME"},
+        "password": {"env": "DAGSTER_PG_PASSWORD"},
+        "hostname": {"env": "DAGSTER_PG_HOST"},
+        "db_name": {"env": "DAGSTER_PG_DB"},
+        "port": {"env": "DAGSTER_PG_PORT"},
+    }
+    for name, value in PG_ENV.items():
+        monkeypatch.setenv(name, value)
+    # The whole file passes Dagster's instance schema (what `dagster dev` checks first) ...
+    shutil.copy(DEPLOY_YAML, tmp_path / "dagster.yaml")
+    config, custom_class = dagster_instance_config(str(tmp_path))
+    assert custom_class is None
+    assert set(config) >= {"storage", "concurrency", "run_monitoring", "run_retries"}
+    # ... and dagster-postgres resolves the variables, the port as an integer (IntSource).
+    resolved = process_config(pg_config(), _load(DEPLOY_YAML)["storage"]["postgres"])
+    assert resolved.success, resolved.errors
+    assert resolved.value is not None
+    assert resolved.value["postgres_db"] == {
+        "username": "cdrhouse",
+        "password": "s3cret",
+        "hostname": "db.internal",
+        "db_name": "dagster",
+        "port": 6543,
+        "params": {},
+        "scheme": "postgresql",
+    }
