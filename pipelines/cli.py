@@ -28,8 +28,14 @@ from pipelines.definitions import (
     start_date_from_env,
 )
 from pipelines.partitions import partition_keys
+from pipelines.resources import SANDBOX, is_sandbox, source_problem
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
-from pipelines.sensors import failure_summary, summary_line, write_failure_summary
+from pipelines.sensors import (
+    failure_summary,
+    source_not_configured,
+    summary_line,
+    write_failure_summary,
+)
 
 DEMO_DAYS = 7
 # Dagster's own console logs are for the UI; the CLI prints one line per run instead.
@@ -169,8 +175,11 @@ def run_ingest(
             assert run is not None
             failures = [e for e in result.all_events if e.is_step_failure]
             summary = failure_summary(run, failures)
-            path = write_failure_summary(data_dir, summary)
-            line.failure = f"{summary_line(summary)}\n     details: {path}"
+            line.failure = summary_line(summary)
+            # Like the sensor: with no source configured nothing is written, not even this.
+            if not source_not_configured(summary):
+                path = write_failure_summary(data_dir, summary)
+                line.failure += f"\n     details: {path}"
             for step in summary["failed_steps"]:
                 line.failure += f"\n     {step['message']}"
         report.runs.append(line)
@@ -204,6 +213,10 @@ def cmd_ingest(
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)
+    # Before anything is built or written: never fall back to fake data, never half-start.
+    problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
+    if problem is not None:
+        raise CliError(problem)
     # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
     first_day = min(start_date_from_env(env), start)
     contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
@@ -215,8 +228,8 @@ def cmd_ingest(
     )
     keys = partition_keys(start, end)
     source = (
-        "the bundled sandbox (in-process; set CC_API_BASE_URL for a real cluster)"
-        if not env.get("CC_API_BASE_URL")
+        "the bundled sandbox (in-process; set CC_API_BASE_URL to your cluster URL for real data)"
+        if is_sandbox(env.get("CC_API_BASE_URL"))
         else env["CC_API_BASE_URL"]
     )
     data_dir = _data_dir(env)
@@ -262,7 +275,9 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()
+    # Always the sandbox: a demo must not touch a cluster the shell happens to point at.
     demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
+    demo_env["CC_API_BASE_URL"] = SANDBOX
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
     if code != 0:
         return code
@@ -282,7 +297,8 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
+    """The argument parser; `sandbox_args=False` leaves the sandbox package unimported."""
     parser = argparse.ArgumentParser(prog="cdrhouse", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -298,12 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--days", type=int, default=DEMO_DAYS, help="days to ingest (default 7)")
 
     sandbox = sub.add_parser("sandbox", help="run the bundled API sandbox on a port")
-    try:
+    if sandbox_args:
         from connectors.sandbox import cli as sandbox_cli  # type: ignore[attr-defined,unused-ignore]
 
         sandbox_cli.add_arguments(sandbox)
-    except ImportError:  # pragma: no cover - only while the sandbox CLI is absent
-        pass
 
     sql = sub.add_parser("sql", help="query the warehouse with SQL")
     try:
@@ -317,7 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # The sandbox's flags only for `cdrhouse sandbox`: ingesting from a cluster never imports it.
+    args = build_parser(sandbox_args=argv[:1] == ["sandbox"]).parse_args(argv)
     try:
         if args.command == "ingest":
             start = parse_day(args.start, "--start")

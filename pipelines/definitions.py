@@ -5,10 +5,13 @@
 that read environment variables:
 
 - `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s so the key never
-  appears in run config; unset base URL means the bundled sandbox, in-process.
+  appears in run config. `CC_API_BASE_URL=sandbox` selects the bundled sandbox, in-process (no
+  key needed). Unset, the location still loads (the UI can be browsed) but every step that
+  would call the API fails at once, without retries, saying what to set: a code location whose
+  secret failed to mount must not ingest fake data.
 - `CDRHOUSE_DATA_DIR` (default `./data`), `CDRHOUSE_LAKE_URI` (default `file://<data>/lake`).
 - `CDRHOUSE_START_DATE` (first daily partition), `CDRHOUSE_LOOKBACK_DAYS` (nightly lookback).
-- `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox.
+- `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox (with `sandbox` only).
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ def build_defs(
 
 
 def _setting(name: str, env: Mapping[str, str], as_env_var: bool) -> str | dg.EnvVar | None:
-    # An EnvVar of an unset variable fails at resource init; unset must mean "sandbox".
+    # An EnvVar of an unset variable fails at resource init, which would fail even runs that
+    # call no API; None lets the resource fail only the API steps, with what to set.
     if not env.get(name):
         return None
     return dg.EnvVar(name) if as_env_var else env[name]

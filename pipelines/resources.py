@@ -1,8 +1,12 @@
 """Dagster resources: the Contact Center API client and the lake/warehouse location.
 
-`ContactCenterResource` talks to a real cluster when `base_url` is set, and otherwise to the
-bundled sandbox in-process (same seed, same data in every process). Neither resource reads the
-environment: `definitions.py` and the CLI pass values in, so a test can build them directly.
+`ContactCenterResource` talks to a real cluster when `base_url` is its URL, and to the bundled
+sandbox in-process only when `base_url` is the word `sandbox` (same seed, same data in every
+process). With no `base_url` nothing falls back to fake data: `source_id`, `settings()` and
+`client()` raise a one-line `dg.Failure` (no retries, metadata `error_class` =
+"SourceNotConfigured"), and so does a URL without `api_key`. The sandbox package is imported
+only when it is selected. Neither resource reads the environment: `definitions.py` and the CLI
+pass values in, so a test can build them directly.
 """
 
 from __future__ import annotations
@@ -14,20 +18,56 @@ from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import dagster as dg
 from pydantic import Field, ValidationError
 
 from connectors.contact_center.settings import ClientSettings
-from connectors.sandbox import Sandbox, SandboxConfig
-from connectors.sandbox.config import DEFAULT_API_KEY
 from pipelines.partitions import DEFAULT_START_DATE
 from warehouse.lake import Lake
 
 if TYPE_CHECKING:
     from connectors.contact_center import ContactCenterClient
+    from connectors.sandbox import Sandbox
 
 SANDBOX_BASE_URL = "http://127.0.0.1"
+# The CC_API_BASE_URL value that selects the bundled sandbox (case-insensitive).
+SANDBOX = "sandbox"
+# metadata["error_class"] of the failure below: the failure sensor writes no file for it.
+SOURCE_NOT_CONFIGURED = "SourceNotConfigured"
+NOT_CONFIGURED_MESSAGE = (
+    "no data source configured: set CC_API_BASE_URL to your cluster URL "
+    "(https://<cluster_id>.<service_domain>) and CC_API_KEY to a v4 API key, "
+    "or CC_API_BASE_URL=sandbox for the bundled emulator"
+)
+MISSING_KEY_MESSAGE = (
+    "CC_API_BASE_URL is set but CC_API_KEY is not: set CC_API_KEY to a v4 API key with the "
+    "reporting/users/routing/campaigns/numbers/billing scopes"
+)
+
+
+def is_sandbox(base_url: str | None) -> bool:
+    return (base_url or "").strip().lower() == SANDBOX
+
+
+def source_problem(base_url: str | None, api_key: str | None) -> str | None:
+    """The one-line reason no API can be called with these settings, or None if one can."""
+    if not (base_url or "").strip():
+        return NOT_CONFIGURED_MESSAGE
+    if not is_sandbox(base_url) and not api_key:
+        return MISSING_KEY_MESSAGE
+    return None
+
+
+def source_not_configured(message: str) -> dg.Failure:
+    """Fails the step at once: no retry can make a missing setting appear."""
+    return dg.Failure(
+        description=message,
+        metadata={"error_class": SOURCE_NOT_CONFIGURED, "fatal": True},
+        allow_retries=False,
+    )
+
 
 # One sandbox per dataset shape per process: building its dimensions is not free, and every
 # asset of a run (and the checks) must see the very same data.
@@ -37,6 +77,8 @@ _SANDBOX_LOCK = threading.Lock()
 
 def shared_sandbox(seed: int, cdrs_per_day: int, start: date, days: int) -> Sandbox:
     """The process-wide sandbox for this dataset shape (built on first use)."""
+    from connectors.sandbox import Sandbox, SandboxConfig
+
     key = (seed, cdrs_per_day, start, days)
     with _SANDBOX_LOCK:
         if key not in _SANDBOXES:
@@ -48,13 +90,18 @@ def shared_sandbox(seed: int, cdrs_per_day: int, start: date, days: int) -> Sand
 
 
 class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The Contact Center API v4, or the bundled sandbox when `base_url` is not set."""
+    """The Contact Center API v4, or the bundled sandbox when `base_url` is `sandbox`.
+
+    Unset `base_url` (or a URL without `api_key`) loads fine but fails every API call.
+    """
 
     base_url: str | None = Field(
-        default=None, description="https://<cluster_id>.<service_domain>; unset = the sandbox."
+        default=None,
+        description="https://<cluster_id>.<service_domain>, or 'sandbox' for the bundled "
+        "emulator; unset = not configured (API steps fail).",
     )
     api_key: str | None = Field(
-        default=None, description="Scoped v4 API key (from CC_API_KEY); unset = sandbox key."
+        default=None, description="Scoped v4 API key (from CC_API_KEY); not used by the sandbox."
     )
     page_size: int = Field(default=1000, description="CDR page size (max 1000).")
     concurrency: int = Field(default=8, description="Parallel CDR sub-windows per partition.")
@@ -74,7 +121,15 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     @property
     def uses_sandbox(self) -> bool:
-        return not self.base_url
+        return is_sandbox(self.base_url)
+
+    @property
+    def source_id(self) -> str:
+        """`sandbox:<seed>`, or the lowercased host[:port] of the cluster; fails if unset."""
+        settings = self.settings()
+        if self.uses_sandbox:
+            return f"{SANDBOX}:{self.sandbox_seed}"
+        return urlsplit(settings.base_url).netloc.rpartition("@")[2].lower()
 
     def sandbox(self) -> Sandbox:
         """The in-process sandbox, covering from its start date up to today (UTC)."""
@@ -83,15 +138,19 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return shared_sandbox(self.sandbox_seed, self.sandbox_cdrs_per_day, start, days)
 
     def settings(self) -> ClientSettings:
-        key = self.api_key or (DEFAULT_API_KEY if self.uses_sandbox else "")
-        if not key:
-            raise dg.Failure(
-                description="CC_API_BASE_URL is set but CC_API_KEY is not: set CC_API_KEY to a "
-                "v4 API key with the reporting/users/routing/campaigns/numbers/billing scopes.",
-                allow_retries=False,
-            )
+        problem = source_problem(self.base_url, self.api_key)
+        if problem is not None:
+            raise source_not_configured(problem)
+        if self.uses_sandbox:
+            from connectors.sandbox.config import DEFAULT_API_KEY
+
+            # The in-process sandbox knows only its own key; a real CC_API_KEY left in the
+            # environment must neither break it nor be handed to it.
+            base_url, key = SANDBOX_BASE_URL, DEFAULT_API_KEY
+        else:
+            base_url, key = str(self.base_url), str(self.api_key)
         values: dict[str, Any] = {
-            "base_url": self.base_url or SANDBOX_BASE_URL,
+            "base_url": base_url,
             "api_key": key,
             "page_size": self.page_size,
             "concurrency": self.concurrency,
@@ -121,15 +180,16 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     async def client(
         self, log: logging.Logger | dg.DagsterLogManager
     ) -> AsyncIterator[ContactCenterClient]:
-        """An open client; against the sandbox when no base URL is configured."""
+        """An open client; against the in-process sandbox when `base_url` is `sandbox`."""
+        # Checked before any import or connection: an unconfigured source fails at once.
+        settings = self.settings()
         # Imported here so that loading the definitions never needs the HTTP stack.
         from connectors.contact_center import ContactCenterClient
 
-        settings = self.settings()
         if self.uses_sandbox:
             sandbox = self.sandbox()
             log.info(
-                "CC_API_BASE_URL is not set: using the bundled sandbox in-process "
+                "CC_API_BASE_URL=sandbox: using the bundled sandbox in-process "
                 f"(seed={self.sandbox_seed}, cdrs_per_day={self.sandbox_cdrs_per_day})"
             )
             async with ContactCenterClient(settings, transport=sandbox.transport()) as client:

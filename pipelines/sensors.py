@@ -3,7 +3,8 @@
 The summary names the partition, the failing step and asset, the API endpoint and the error
 class (e.g. `PermissionDeniedError` on `GET /api/v4/reporting/cdrs`), so an operator can act
 without reading a stack trace. It is written to `<data_dir>/failures/<run_id>.json`; the CLI
-writes the same file for runs it executes in-process.
+writes the same file for runs it executes in-process. A run that failed because no data source
+is configured (`SourceNotConfigured`) is only logged: nothing is written then.
 """
 
 import json
@@ -16,7 +17,7 @@ from typing import Any
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
-from pipelines.resources import WarehouseResource, utc_now
+from pipelines.resources import SOURCE_NOT_CONFIGURED, WarehouseResource, utc_now
 
 FAILURES_DIR = "failures"
 _DAGSTER_ERRORS = ("Dagster", "Failure", "RetryRequested")
@@ -80,6 +81,11 @@ def summary_line(summary: Mapping[str, Any]) -> str:
     return f"run {summary['run_id']} ({where}) failed: " + ("; ".join(parts) or "no step failed")
 
 
+def source_not_configured(summary: Mapping[str, Any]) -> bool:
+    """The run failed because no API is configured: nothing may be written for it."""
+    return any(s["error_class"] == SOURCE_NOT_CONFIGURED for s in summary["failed_steps"])
+
+
 def write_failure_summary(data_dir: Path, summary: Mapping[str, Any]) -> Path:
     """Write `<data_dir>/failures/<run_id>.json` atomically (temp file + rename)."""
     folder = data_dir / FAILURES_DIR
@@ -101,6 +107,13 @@ def failure_summary_sensor(
     context: dg.RunFailureSensorContext, warehouse: WarehouseResource
 ) -> None:
     summary = failure_summary(context.dagster_run, context.get_step_failure_events())
+    if source_not_configured(summary):
+        # Log only: with no source configured the pipeline writes nothing, not even this file.
+        steps = summary["failed_steps"]
+        message = next(s for s in steps if s["error_class"] == SOURCE_NOT_CONFIGURED)["message"]
+        context.log.error(f"{summary_line(summary)}: {message}")
+        logging.getLogger("cdrhouse").error(f"{summary_line(summary)}: {message}")
+        return
     path = write_failure_summary(warehouse.data_path, summary)
     context.log.error(f"{summary_line(summary)} (summary: {path})")
     logging.getLogger("cdrhouse").error(summary_line(summary))
