@@ -54,7 +54,7 @@ test: install browser services lint
 	$(BIN)/python -m pytest
 
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
-	DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
+	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
 
 clean:
 	rm -rf $(VENV) $(DAGSTER_HOME_DIR) .pytest_cache .mypy_cache .ruff_cache
