@@ -16,6 +16,7 @@ import duckdb
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
 from warehouse.duck import create_views, duck_type, reporting_sql_files, view_name
+from warehouse.lake import Lake
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
@@ -111,7 +112,7 @@ def render() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         con = duckdb.connect()
         try:
-            create_views(con, Path(tmp) / "lake")  # empty lake: typed empty views
+            create_views(con, Lake(str(Path(tmp) / "lake")))  # empty lake: typed empty views
             views = _view_sections(con)
         finally:
             con.close()

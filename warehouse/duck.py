@@ -12,7 +12,12 @@ What it exposes:
 * every snapshot lake table as `<name>_snapshots` (all days), `<name>` (latest snapshot) and
   `<name>_history` (one row per version with `valid_from`/`valid_to`, built from the daily
   snapshots); `balance_snapshots` stays as is, with `balance` as its latest row;
-* the reporting views from `warehouse/sql/*.sql`.
+* the reporting views from `warehouse/sql/*.sql`;
+* `lake_info` (the lake URI and its data source) and `lake_partitions` (one row per partition
+  file: table, partition, source, write time, rows), read from the files' Parquet metadata.
+
+The lake may be local or on object storage (`s3://…`); for the latter the views hold `s3://`
+paths and every connection registers the lake's fsspec filesystem (`connect()` does).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ import duckdb
 import polars as pl
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
-from warehouse.lake import PART_FILE, Lake
+from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
+LAKE_INFO_VIEW = "lake_info"
+LAKE_PARTITIONS_VIEW = "lake_partitions"
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
 # Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
@@ -75,19 +82,25 @@ def view_name(spec: TableSpec) -> str:
     return spec.name
 
 
-def _base_view_sql(spec: TableSpec, lake: Path, day: str | None = None) -> str:
-    table_dir = lake / spec.name
+def _empty_sql(spec: TableSpec) -> str:
+    """An empty view with the spec's types keeps queries valid while a table has no files."""
+    nulls = ", ".join(f"CAST(NULL AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns)
+    return f"SELECT {nulls} WHERE false"
+
+
+def _base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
     typed = ", ".join(
         f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
     )
-    one = table_dir / f"date={day}" / PART_FILE if day and spec.partition_key == "date" else None
-    if (one is not None and not one.exists()) or not any(table_dir.glob(f"*=*/{PART_FILE}")):
-        # No files yet: an empty view with the spec's types keeps queries valid.
-        nulls = ", ".join(
-            f"CAST(NULL AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
-        )
-        return f"SELECT {nulls} WHERE false"
-    pattern = str(one.resolve() if one is not None else table_dir.resolve() / "*" / PART_FILE)
+    if day and spec.partition_key == "date":
+        key = f"date={day}"
+        if not lake.exists(spec.name, key):
+            return _empty_sql(spec)
+        pattern = lake.partition_url(spec.name, key)
+    else:
+        if not lake.partitions(spec.name):
+            return _empty_sql(spec)
+        pattern = lake.table_glob(spec.name)
     hive = f"{{{_lit(spec.partition_key)}: 'DATE'}}" if spec.partition_key else "{}"
     return (
         f"SELECT {typed} FROM read_parquet({_lit(pattern)}, hive_partitioning = true, "
@@ -145,14 +158,61 @@ def aggregate_names() -> list[str]:
     return [m for p in reporting_sql_files() for m in _AGG_RE.findall(p.read_text())]
 
 
+def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
+    """Let DuckDB read an object-store lake through its fsspec filesystem (works offline,
+    unlike the httpfs extension, which must be downloaded)."""
+    if not lake.is_local and not any(
+        name.split("://")[0] in _protocols(lake) for name in con.list_filesystems()
+    ):
+        con.register_filesystem(lake.fs)
+
+
+def _protocols(lake: Lake) -> tuple[str, ...]:
+    protocol = lake.fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
+    """`lake_info` (the lake's URI and source) and `lake_partitions` (provenance per file)."""
+    source = lake.source()
+    con.execute(
+        f"CREATE OR REPLACE VIEW {LAKE_INFO_VIEW} AS SELECT {_lit(lake.uri)} AS lake_uri, "
+        f"CAST({_lit(source) if source else 'NULL'} AS VARCHAR) AS source"
+    )
+    has_files = any(lake.partitions(spec.name) for spec in ALL_TABLES)
+    if not has_files:
+        con.execute(
+            f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS SELECT "
+            "CAST(NULL AS VARCHAR) AS table_name, CAST(NULL AS VARCHAR) AS partition_key, "
+            "CAST(NULL AS VARCHAR) AS source, CAST(NULL AS TIMESTAMPTZ) AS written_at, "
+            "CAST(NULL AS BIGINT) AS num_rows, CAST(NULL AS VARCHAR) AS file WHERE false"
+        )
+        return
+    files = _lit(lake.files_glob())
+    con.execute(
+        f"""CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS
+SELECT split_part(k.file_name, '/', -3) AS table_name,
+       split_part(k.file_name, '/', -2) AS partition_key,
+       max(CASE WHEN decode(k.key) = {_lit(META_SOURCE)} THEN decode(k.value) END) AS source,
+       CAST(max(CASE WHEN decode(k.key) = {_lit(META_WRITTEN_AT)} THEN decode(k.value) END)
+            AS TIMESTAMPTZ) AS written_at,
+       any_value(m.num_rows) AS num_rows,
+       k.file_name AS file
+FROM parquet_kv_metadata({files}) k
+JOIN parquet_file_metadata({files}) m USING (file_name)
+GROUP BY k.file_name"""
+    )
+
+
 def create_views(
     con: duckdb.DuckDBPyConnection,
-    lake: Path,
+    lake: Lake,
     *,
     day: str | None = None,
     use_aggregates: bool = True,
 ) -> None:
     """All views. `day` restricts the CDR tables to one date partition (for materializing)."""
+    register_lake(con, lake)
     for spec in ALL_TABLES:
         name = view_name(spec)
         con.execute(f"CREATE OR REPLACE VIEW {_q(name)} AS {_base_view_sql(spec, lake, day)}")
@@ -171,78 +231,82 @@ def create_views(
     if use_aggregates:
         for agg in aggregate_names():
             _point_at_materialized(con, lake, agg)
+    if day is None:
+        _lake_views(con, lake)
 
 
-def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Path, agg: str) -> None:
+def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str) -> None:
     """Swap an `agg_*` view for a scan of its materialized per-day Parquet files."""
-    files = lake / agg
-    if not any(files.glob(f"date=*/{PART_FILE}")):
+    if not lake.partitions(agg):
         return  # nothing materialized: the view computes from the CDR tables
     cols = con.execute(f"DESCRIBE {_q(agg)}").fetchall()
     typed = ", ".join(f"CAST({_q(c[0])} AS {c[1]}) AS {_q(c[0])}" for c in cols)
-    pattern = _lit(str(files.resolve() / "*" / PART_FILE))
+    pattern = _lit(lake.table_glob(agg))
     con.execute(
         f"CREATE OR REPLACE VIEW {_q(agg)} AS SELECT {typed} FROM read_parquet({pattern}, "
         "hive_partitioning = true, hive_types = {'date': 'DATE'}, union_by_name = true)"
     )
 
 
-def _mtime(path: Path) -> float | None:
-    try:
-        return path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-
-
-def materialize_aggregates(lake_dir: Path) -> int:
+def materialize_aggregates(lake: Lake | Path | str) -> int:
     """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
 
     Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
-    date's rows. A materialized file is stamped with the newest source mtime seen *before* it
-    was computed, so a source replaced meanwhile is newer and gets recomputed next time.
+    date's rows. On a local lake a materialized file is stamped with the newest source mtime
+    seen *before* it was computed, so a source replaced meanwhile is newer and gets recomputed
+    next time; objects keep their own LastModified (written after their sources).
     """
-    lake = Lake(str(lake_dir))
+    lake = lake if isinstance(lake, Lake) else Lake(str(lake))
     aggs = aggregate_names()
-    days = {k for t in AGG_SOURCES for k in lake.partitions(t)}
+    source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
+    agg_stamps = {a: lake.stamps(a) for a in aggs}
+    days = {k for stamps in source_stamps.values() for k in stamps}
     refreshed = 0
     for key in sorted(days):
-        stamps = [_mtime(lake.partition_path(t, key)) for t in AGG_SOURCES]
-        newest = max(m for m in stamps if m is not None)
-        stale = [a for a in aggs if (_mtime(lake.partition_path(a, key)) or -1.0) < newest]
+        newest = max(s[key] for s in source_stamps.values() if key in s)
+        stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
         if not stale:
             continue
         con = duckdb.connect()
         try:
-            create_views(con, lake.root, day=key.partition("=")[2], use_aggregates=False)
+            create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
             for agg in stale:
                 table = con.sql(f"SELECT * EXCLUDE (date) FROM {_q(agg)}").to_arrow_table()
                 lake.write(agg, key, table, schema=table.schema)
-                os.utime(lake.partition_path(agg, key), (newest, newest))
+                lake.set_stamp(agg, key, newest)
                 refreshed += 1
         finally:
             con.close()
     # A date whose CDR partitions were all deleted loses its aggregates too.
     for agg in aggs:
-        for key in set(lake.partitions(agg)) - days:
+        for key in set(agg_stamps[agg]) - days:
             lake.delete_partition(agg, key)
     return refreshed
 
 
-def build_warehouse(data_dir: Path, lake_uri: str | None = None) -> Path:
+def default_lake_uri(data_dir: Path) -> str:
+    return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
+
+
+def build_warehouse(
+    data_dir: Path, lake_uri: str | None = None, *, materialize: bool = True
+) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
     The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
-    configuration change."""
+    configuration change. `materialize=False` writes nothing to the lake (an analyst's machine
+    with read-only credentials builds its views that way)."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    lake_dir = Lake(lake_uri).root if lake_uri else data_dir / LAKE_DIR
+    lake = Lake(lake_uri or default_lake_uri(data_dir))
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
-    materialize_aggregates(lake_dir)
+    if materialize:
+        materialize_aggregates(lake)
     try:
         con = duckdb.connect(str(tmp))
         try:
-            create_views(con, lake_dir)
+            create_views(con, lake)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -254,9 +318,24 @@ def build_warehouse(data_dir: Path, lake_uri: str | None = None) -> Path:
     return final
 
 
+def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake URI recorded in an open warehouse (None for a file built before it was)."""
+    try:
+        rows = con.execute(f"SELECT lake_uri FROM {LAKE_INFO_VIEW}").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
 def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse; read-only by default so it never blocks a pipeline run."""
+    """Open the warehouse; read-only by default so it never blocks a pipeline run.
+
+    An object-store lake's filesystem is registered on the connection, so its views read."""
     path = Path(data_dir).resolve() / WAREHOUSE_FILE
     if not path.exists():
         raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
-    return duckdb.connect(str(path), read_only=read_only)
+    con = duckdb.connect(str(path), read_only=read_only)
+    uri = warehouse_lake_uri(con)
+    if uri is not None and not Lake.is_local_uri(uri):
+        register_lake(con, Lake(uri))
+    return con

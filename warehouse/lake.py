@@ -1,9 +1,21 @@
-"""The Parquet lake: hive layout, one file per partition, atomic replace.
+"""The Parquet lake: hive layout, one file per partition, atomic replace, recorded provenance.
 
 Layout: `<root>/<table>/<key>/part-0.parquet` with `key` like `date=2026-11-20` or
-`snapshot_date=2026-11-20`. A partition is written to `<root>/_tmp/` first, fsynced, then
-`os.replace`d into place, so a reader sees the old file or the new one, never a partial one, and a
-failed or killed write leaves the previous partition whole.
+`snapshot_date=2026-11-20`. The root is a local path (`file://…`, the default) or an object
+store URI (`s3://bucket/prefix`, and `gs://`, `abfs://` with their fsspec packages installed).
+
+Atomic replace, per store:
+* local: the partition is written to `<root>/_tmp/`, fsynced, then `os.replace`d into place;
+* object store: there is no rename, so the partition is spooled to a local temp file and
+  published with one PUT. An object appears whole or not at all, so a reader sees the old object
+  or the new one, and a killed writer leaves only its local spool file behind. Big partitions
+  (over s3fs's single-PUT limit) go up as a multipart upload, which is only visible once
+  completed; a writer aborts stale uploads of its key before it publishes.
+
+Provenance: every lake belongs to one data source (`sandbox:<seed>` or the API host), recorded
+in `<root>/_cdrhouse_lake.json` by the first write. Each partition file also carries its source
+and write time in its Parquet key-value metadata. A write from another source is refused before
+anything is written (`LakeSourceConflict`).
 
 The partition column is not stored in the files (it is in the path); `read` adds it back.
 """
@@ -12,12 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -27,18 +42,33 @@ from models.tables import TABLES
 
 PART_FILE = "part-0.parquet"
 TMP_DIR = "_tmp"
+MARKER_FILE = "_cdrhouse_lake.json"
+# Parquet key-value metadata written into every partition file.
+META_SOURCE = "cdrhouse.source"
+META_WRITTEN_AT = "cdrhouse.written_at"
 # Big row groups keep DuckDB scans cheap; 128k rows of CDRs is ~10-20 MB uncompressed.
 ROW_GROUP_SIZE = 128 * 1024
 COMPRESSION = "zstd"
 STALE_TMP_SECONDS = 6 * 3600
+LOCAL_SCHEMES = ("", "file")
+# Where partitions bound for an object store are spooled (the pod's own throwaway disk).
+SPOOL_DIR = "cdrhouse-spool"
+
+
+class LakeSourceConflict(Exception):
+    """A write from one data source into a lake that holds another source's data."""
+
+
+def is_local_uri(uri: str) -> bool:
+    return urlparse(uri).scheme in LOCAL_SCHEMES
 
 
 def root_from_uri(uri: str) -> Path:
-    """`file:///abs/path` or a plain path -> Path. Other schemes are not supported yet."""
+    """`file:///abs/path` or a plain path -> Path (local lakes only)."""
     parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
+    if parsed.scheme in LOCAL_SCHEMES:
         return Path(unquote(parsed.path) if parsed.scheme else uri).resolve()
-    raise ValueError(f"unsupported lake URI scheme: {parsed.scheme!r}")
+    raise ValueError(f"not a local lake URI (scheme {parsed.scheme!r}): {uri}")
 
 
 def partition_key(column: str, value: dt.date | str) -> str:
@@ -52,6 +82,10 @@ def _parse_key(key: str) -> tuple[str, str]:
     return column, value
 
 
+def _now_ms() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:
     if isinstance(data, pl.DataFrame):
         if drop is not None and drop in data.columns:
@@ -62,15 +96,228 @@ def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:
         if drop is not None and drop in table.column_names:
             table = table.drop_columns([drop])
     if schema is not None:
-        table = table.select(schema.names).cast(schema)
+        table = table.select(schema.names).cast(schema.remove_metadata())
     return table
 
 
-class PartitionWriter:
-    """Streams row groups into a temp file; swaps it into place on a clean exit."""
+# --- Stores: the few operations the lake needs, on a local disk or an object store ----------
 
-    def __init__(self, final: Path, tmp: Path, schema: Any, drop: str | None) -> None:
-        self.final = final
+
+class LocalStore:
+    """A directory tree; publish is fsync + `os.replace`."""
+
+    is_local = True
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def url(self, rel: str) -> str:
+        return str(self.root / rel)
+
+    def exists(self, rel: str) -> bool:
+        return (self.root / rel).exists()
+
+    def open(self, rel: str) -> BinaryIO:
+        return (self.root / rel).open("rb")
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def create_exclusive(self, rel: str, data: bytes) -> None:
+        """Write `rel` only if it does not exist (a concurrent creator wins, silently)."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, path)  # atomic, and fails if the file exists
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def list_files(self, table: str) -> dict[str, float]:
+        """`key -> mtime` of every published partition of a table."""
+        out: dict[str, float] = {}
+        for path in (self.root / table).glob(f"*=*/{PART_FILE}"):
+            with contextlib.suppress(FileNotFoundError):
+                out[path.parent.name] = path.stat().st_mtime
+        return out
+
+    def spool_dir(self) -> Path:
+        return self.root / TMP_DIR
+
+    def publish(self, tmp: Path, rel: str) -> None:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        final = self.root / rel
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+
+    def set_stamp(self, rel: str, stamp: float) -> bool:
+        os.utime(self.root / rel, (stamp, stamp))
+        return True
+
+    def delete(self, rel: str) -> bool:
+        path = self.root / rel
+        if not path.exists():
+            return False
+        path.unlink()
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
+        return True
+
+    def remove_all(self) -> int:
+        if not self.root.is_dir():
+            return 0
+        removed = 0
+        for child in self.root.iterdir():
+            if child.is_dir():
+                removed += sum(1 for p in child.rglob("*") if p.is_file())
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+                removed += 1
+        return removed
+
+
+class ObjectStore:
+    """An fsspec filesystem (s3fs, gcsfs, adlfs); publish is a single PUT of a spooled file.
+
+    Credentials and endpoint come from the store's standard chain (for S3: `AWS_ACCESS_KEY_ID`,
+    `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, profiles, instance roles).
+    Listing caches are off: other runs write the same lake at any time.
+    """
+
+    is_local = False
+
+    def __init__(self, uri: str) -> None:
+        import fsspec  # only object-store lakes need it
+
+        self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False, skip_instance_cache=True)
+        self.protocol = urlparse(uri).scheme
+        self.path = path.rstrip("/")
+        self.uri = f"{self.protocol}://{self.path}"
+
+    def _p(self, rel: str) -> str:
+        return f"{self.path}/{rel}"
+
+    def url(self, rel: str) -> str:
+        return f"{self.protocol}://{self._p(rel)}"
+
+    def exists(self, rel: str) -> bool:
+        return bool(self.fs.exists(self._p(rel)))
+
+    def open(self, rel: str) -> BinaryIO:
+        handle: BinaryIO = self.fs.open(self._p(rel), "rb")
+        return handle
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        try:
+            data: bytes = self.fs.cat_file(self._p(rel))
+            return data
+        except FileNotFoundError:
+            return None
+
+    def create_exclusive(self, rel: str, data: bytes) -> None:
+        if self.protocol in ("s3", "s3a"):
+            bucket, key, _ = self.fs.split_path(self._p(rel))
+            try:
+                # A conditional PUT: of two first writers, exactly one creates the marker.
+                self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            except OSError as exc:
+                if "PreconditionFailed" not in repr(exc) and "412" not in repr(exc):
+                    raise
+            return
+        if not self.exists(rel):
+            self.fs.pipe_file(self._p(rel), data)
+
+    def list_files(self, table: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        prefix = self._p(table)
+        try:
+            found = self.fs.find(prefix, detail=True)
+        except FileNotFoundError:
+            return out
+        for name, info in found.items():
+            parts = name[len(prefix) + 1 :].split("/")
+            if len(parts) == 2 and parts[1] == PART_FILE and "=" in parts[0]:
+                out[parts[0]] = _info_stamp(info)
+        return out
+
+    def spool_dir(self) -> Path:
+        return Path(tempfile.gettempdir()) / SPOOL_DIR
+
+    def _abort_uploads(self, rel: str) -> None:
+        """Abort unfinished multipart uploads of this key (left by a killed writer)."""
+        if self.protocol not in ("s3", "s3a"):
+            return
+        bucket, key, _ = self.fs.split_path(self._p(rel))
+        listed = self.fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
+        for upload in listed.get("Uploads", []):
+            if upload["Key"] == key:
+                self.fs.call_s3(
+                    "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload["UploadId"]
+                )
+
+    def publish(self, tmp: Path, rel: str) -> None:
+        self._abort_uploads(rel)
+        try:
+            self.fs.put_file(str(tmp), self._p(rel))
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def set_stamp(self, rel: str, stamp: float) -> bool:
+        return False  # objects keep their LastModified
+
+    def delete(self, rel: str) -> bool:
+        if not self.exists(rel):
+            return False
+        self.fs.rm_file(self._p(rel))
+        return True
+
+    def remove_all(self) -> int:
+        try:
+            files = self.fs.find(self.path)
+        except FileNotFoundError:
+            return 0
+        if files:
+            self.fs.rm(files)
+        return len(files)
+
+
+Store = LocalStore | ObjectStore
+
+
+def _info_stamp(info: dict[str, Any]) -> float:
+    modified = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if isinstance(modified, dt.datetime):
+        return modified.timestamp()
+    return float(modified or 0.0)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class PartitionWriter:
+    """Streams row groups into a local temp file; publishes it atomically on a clean exit."""
+
+    def __init__(self, store: Store, rel: str, tmp: Path, schema: Any, drop: str | None) -> None:
+        self.store = store
+        self.rel = rel
         self.tmp = tmp
         self.schema = schema
         self.drop = drop
@@ -104,44 +351,101 @@ class PartitionWriter:
             return
         try:
             writer.close()
-            fd = os.open(self.tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self.final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.tmp, self.final)
-            _fsync_dir(self.final.parent)
+            self.store.publish(self.tmp, self.rel)
         except BaseException:
             self.tmp.unlink(missing_ok=True)
             raise
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class Lake:
-    """A hive-partitioned Parquet lake rooted at a `file://` URI or a plain path."""
+    """A hive-partitioned Parquet lake rooted at a local path or an object store URI."""
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
-        self.root = root_from_uri(uri)
+        self.store: Store = (
+            LocalStore(root_from_uri(uri)) if is_local_uri(uri) else ObjectStore(uri)
+        )
 
     def __repr__(self) -> str:
         return f"Lake({self.uri!r})"
 
-    def table_dir(self, table: str) -> Path:
-        return self.root / table
+    is_local_uri = staticmethod(is_local_uri)
+
+    @property
+    def is_local(self) -> bool:
+        return self.store.is_local
+
+    @property
+    def root(self) -> Path:
+        """The local root directory (local lakes only)."""
+        if not isinstance(self.store, LocalStore):
+            raise ValueError(f"{self.uri} is not a local lake")
+        return self.store.root
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of an object-store lake (DuckDB registers it)."""
+        if not isinstance(self.store, ObjectStore):
+            raise ValueError(f"{self.uri} is a local lake")
+        return self.store.fs
+
+    def _rel(self, table: str, key: str) -> str:
+        _parse_key(key)
+        return f"{table}/{key}/{PART_FILE}"
+
+    def partition_url(self, table: str, key: str) -> str:
+        """Where readers find a partition: an absolute path or an `s3://…` URL."""
+        return self.store.url(self._rel(table, key))
+
+    def table_glob(self, table: str) -> str:
+        """A glob over every partition file of a table, for DuckDB and other engines."""
+        return self.store.url(f"{table}/*/{PART_FILE}")
+
+    def files_glob(self) -> str:
+        """A glob over every partition file of every table."""
+        return self.store.url(f"*/*/{PART_FILE}")
 
     def partition_path(self, table: str, key: str) -> Path:
-        _parse_key(key)
-        return self.root / table / key / PART_FILE
+        """The local file of a partition (local lakes only)."""
+        return self.root / self._rel(table, key)
+
+    def exists(self, table: str, key: str) -> bool:
+        return self.store.exists(self._rel(table, key))
+
+    # --- provenance -----------------------------------------------------------------------
+
+    def source(self) -> str | None:
+        """The data source this lake belongs to, or None while it holds nothing."""
+        data = self.store.read_bytes(MARKER_FILE)
+        if data is None:
+            return None
+        source = json.loads(data).get("source")
+        return str(source) if source else None
+
+    def claim(self, source: str) -> None:
+        """Record `source` as this lake's source, or refuse if it holds another source's data."""
+        current = self.source()
+        if current is None:
+            marker = {"source": source, "claimed_at": _now_ms()}
+            self.store.create_exclusive(MARKER_FILE, json.dumps(marker).encode())
+            current = self.source()  # a concurrent first writer may have won
+        if current != source:
+            raise LakeSourceConflict(
+                f"refusing to write data from {source!r} into the lake at {self.uri}, which "
+                f"holds data from {current!r}; point CDRHOUSE_LAKE_URI at another lake, or "
+                "empty this one with `cdrhouse lake reset --yes`"
+            )
+
+    def partition_source(self, table: str, key: str) -> str | None:
+        """The source recorded in a partition file's metadata (None if absent)."""
+        parquet = self.open_parquet(table, key)
+        if parquet is None:
+            return None
+        meta = parquet.schema_arrow.metadata or {}
+        value = meta.get(META_SOURCE.encode())
+        return value.decode() if value else None
+
+    # --- writing --------------------------------------------------------------------------
 
     def _schema(self, table: str, schema: Any) -> tuple[Any, str | None]:
         spec = TABLES.get(table)
@@ -152,28 +456,65 @@ class Lake:
             schema = pl.DataFrame(schema=schema).drop(drop or [], strict=False).to_arrow().schema
         return schema, drop
 
-    def writer(self, table: str, key: str, schema: Any = None) -> PartitionWriter:
-        """A context manager writing one partition atomically; schema defaults to the spec's."""
-        final = self.partition_path(table, key)
+    def writer(
+        self, table: str, key: str, schema: Any = None, *, source: str | None = None
+    ) -> PartitionWriter:
+        """A context manager writing one partition atomically; schema defaults to the spec's.
+
+        `source` is where the rows came from; a lake holding another source's data refuses it
+        here, before anything is written. Derived tables pass None and inherit the lake's.
+        """
+        rel = self._rel(table, key)
         schema, drop = self._schema(table, schema)
         if schema is None:
             raise ValueError(f"no schema for table {table!r}")
+        if source is not None:
+            self.claim(source)
+        else:
+            source = self.source() or "unknown"
+        schema = schema.with_metadata(
+            {**(schema.metadata or {}), META_SOURCE: source, META_WRITTEN_AT: _now_ms()}
+        )
         self.cleanup_tmp()
-        tmp = self.root / TMP_DIR / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
-        return PartitionWriter(final, tmp, schema, drop)
+        tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
+        return PartitionWriter(self.store, rel, tmp, schema, drop)
 
-    def write(self, table: str, key: str, data: pl.DataFrame | Any, schema: Any = None) -> int:
+    def write(
+        self,
+        table: str,
+        key: str,
+        data: pl.DataFrame | Any,
+        schema: Any = None,
+        *,
+        source: str | None = None,
+    ) -> int:
         if schema is None and table not in TABLES:
             schema = _to_arrow(data, None, None).schema
-        with self.writer(table, key, schema) as w:
+        with self.writer(table, key, schema, source=source) as w:
             w.write(data)
         return w.rows
 
-    def read(self, table: str, key: str) -> pl.DataFrame | None:
-        path = self.partition_path(table, key)
-        if not path.exists():
+    def set_stamp(self, table: str, key: str, stamp: float) -> bool:
+        """Backdate a partition's modification time, where the store allows it."""
+        return self.store.set_stamp(self._rel(table, key), stamp)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def open_parquet(self, table: str, key: str) -> pq.ParquetFile | None:
+        """The partition's Parquet file, or None if it is absent."""
+        rel = self._rel(table, key)
+        try:
+            if isinstance(self.store, LocalStore):
+                return pq.ParquetFile(self.store.url(rel))  # pyarrow's own file, not Python's
+            return pq.ParquetFile(self.store.open(rel))
+        except FileNotFoundError:
             return None
-        df = pl.read_parquet(path)
+
+    def read(self, table: str, key: str) -> pl.DataFrame | None:
+        parquet = self.open_parquet(table, key)
+        if parquet is None:
+            return None
+        df = pl.DataFrame(pl.from_arrow(parquet.read()))
         column, value = _parse_key(key)
         spec = TABLES.get(table)
         if spec is not None and spec.partition_key == column:
@@ -184,30 +525,35 @@ class Lake:
 
     def scan(self, table: str) -> pl.LazyFrame | None:
         """All partitions of a table as one lazy frame (partition column from the path)."""
-        files = sorted(self.table_dir(table).glob(f"*=*/{PART_FILE}"))
-        if not files:
+        keys = self.partitions(table)
+        if not keys:
             return None
         spec = TABLES.get(table)
         hive_schema: dict[str, pl.DataType] | None = None
         if spec is not None and spec.partition_key is not None:
             hive_schema = {spec.partition_key: pl.Date()}
+        files = [self.partition_url(table, k) for k in keys]
         return pl.scan_parquet(files, hive_partitioning=True, hive_schema=hive_schema)
 
     def partitions(self, table: str) -> list[str]:
-        return sorted(p.parent.name for p in self.table_dir(table).glob(f"*=*/{PART_FILE}"))
+        return sorted(self.store.list_files(table))
+
+    def stamps(self, table: str) -> dict[str, float]:
+        """`key -> modification time` of every partition of a table (one listing)."""
+        return self.store.list_files(table)
+
+    # --- maintenance ----------------------------------------------------------------------
 
     def delete_partition(self, table: str, key: str) -> bool:
-        path = self.partition_path(table, key)
-        if not path.exists():
-            return False
-        path.unlink()
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()
-        return True
+        return self.store.delete(self._rel(table, key))
+
+    def reset(self) -> int:
+        """Delete every file of the lake, its source marker included; returns how many."""
+        return self.store.remove_all()
 
     def cleanup_tmp(self, older_than_s: float = STALE_TMP_SECONDS) -> int:
         """Delete temp files left by killed writers (old enough not to be in use)."""
-        tmp = self.root / TMP_DIR
+        tmp = self.store.spool_dir()
         if not tmp.is_dir():
             return 0
         cutoff = time.time() - older_than_s
