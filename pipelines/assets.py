@@ -19,7 +19,6 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
-import pyarrow.parquet as pq
 
 from connectors.contact_center.errors import (
     AuthenticationError,
@@ -32,6 +31,7 @@ from models.tables import TABLES
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource, utc_now
 from warehouse import snapshots
+from warehouse.lake import LakeSourceConflict
 from warehouse.normalize import decode_page, normalize
 
 API_POOL = "contact_center_api"
@@ -116,6 +116,15 @@ def api_failure(exc: ContactCenterError, *, partition: str | None) -> dg.Failure
             "fatal": fatal,
         },
         allow_retries=not fatal,
+    )
+
+
+def source_conflict(exc: LakeSourceConflict) -> dg.Failure:
+    """A mixed lake is a configuration error: fail once, never retry, write nothing."""
+    return dg.Failure(
+        description=str(exc),
+        metadata={"error_class": "LakeSourceConflict", "fatal": True},
+        allow_retries=False,
     )
 
 
@@ -229,8 +238,10 @@ def land_raw_day(
 ) -> PullStats:
     """Pull one UTC day and replace its `raw_cdrs` partition atomically; returns the pull stats.
 
-    The one code path for the asset and `bench.ingest`, so the bench measures what users run."""
-    with warehouse.lake().writer(RAW_CDRS, f"date={partition}") as writer:
+    The one code path for the asset and `bench.ingest`, so the bench measures what users run.
+    A lake holding another source's data refuses the write before the API is called."""
+    source = contact_center.source_id
+    with warehouse.lake().writer(RAW_CDRS, f"date={partition}", source=source) as writer:
         buffer = RowGroupBuffer(writer.write)
         stats = asyncio.run(_pull_day(contact_center, log, partition, buffer.add))
         buffer.flush()
@@ -285,6 +296,8 @@ def build_cdr_assets(
             stats = land_raw_day(contact_center, warehouse, context.log, partition)
         except ContactCenterError as exc:
             raise api_failure(exc, partition=partition) from exc
+        except LakeSourceConflict as exc:
+            raise source_conflict(exc) from None
         seconds = time.perf_counter() - begun
         warehouse.refresh_warehouse()
         preview = markdown_preview(stats.preview) if stats.preview is not None else "_(empty)_"
@@ -335,9 +348,12 @@ def build_cdr_assets(
         counts = dict.fromkeys(NORMALIZED_TABLES, 0)
         previews: dict[str, pl.DataFrame] = {}
         lake = warehouse.lake()
+        key = f"date={partition}"
+        # The typed tables come from the raw partition, so they carry its source.
+        source = lake.partition_source(RAW_CDRS, key)
         with ExitStack() as stack:
             writers = {
-                table: stack.enter_context(lake.writer(table, f"date={partition}"))
+                table: stack.enter_context(lake.writer(table, key, source=source))
                 for table in NORMALIZED_TABLES
             }
             for raw in read_partition_batches(warehouse, RAW_CDRS, f"date={partition}"):
@@ -385,10 +401,9 @@ def read_partition_batches(
     batch_rows: int = NORMALIZE_BATCH_ROWS,
 ) -> Iterator[pl.DataFrame]:
     """The rows of one lake partition, a bounded batch at a time; nothing if it is absent."""
-    path = warehouse.lake().partition_path(table, partition)
-    if not path.exists():
+    parquet = warehouse.lake().open_parquet(table, partition)
+    if parquet is None:
         return
-    parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
@@ -553,6 +568,11 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         warehouse: WarehouseResource,
     ) -> Iterator[dg.MaterializeResult[Any]]:
         """Read the resource(s) now and replace today's (UTC) snapshot partition."""
+        source_id = contact_center.source_id  # fails at once when no source is configured
+        try:
+            warehouse.lake().claim(source_id)  # before any API call: refuse a mixed lake early
+        except LakeSourceConflict as exc:
+            raise source_conflict(exc) from None
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
@@ -564,7 +584,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         key = f"snapshot_date={taken_at.date().isoformat()}"
         lake = warehouse.lake()
         for table in source.tables:
-            lake.write(table, key, frames[table])
+            lake.write(table, key, frames[table], source=source_id)
         warehouse.refresh_warehouse()
         for table in source.tables:
             frame = frames[table]

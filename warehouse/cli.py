@@ -1,4 +1,8 @@
-"""`cdrhouse sql`: run one query against the warehouse, print an aligned table or write a file.
+"""`cdrhouse sql` and `cdrhouse lake`: query the warehouse; inspect or reset the lake.
+
+`sql` runs one query and prints an aligned table or writes a file. On a machine that has no
+`warehouse.duckdb` yet (an analyst's laptop, a fresh pod), it first builds the views over the
+configured lake (`CDRHOUSE_LAKE_URI`), writing nothing to the lake.
 
 The warehouse is opened read-only and holds only views, so a query never blocks a pipeline run
 (which swaps in a new `warehouse.duckdb` and writes new Parquet files atomically), and a running
@@ -16,7 +20,8 @@ from typing import Any, TextIO
 import duckdb
 import polars as pl
 
-from warehouse.duck import WAREHOUSE_FILE, connect
+from warehouse.duck import WAREHOUSE_FILE, build_warehouse, connect, default_lake_uri
+from warehouse.lake import Lake
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -109,7 +114,7 @@ def _write(df: pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> No
         df.write_parquet(output)
 
 
-def run(args: argparse.Namespace, data_dir: Path) -> int:
+def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -> int:
     """Entry point used by `cdrhouse sql`; returns the exit code, never raises on user errors."""
     try:
         query = _query_text(args)
@@ -120,9 +125,13 @@ def run(args: argparse.Namespace, data_dir: Path) -> int:
     if args.format == "parquet" and args.output is None:
         return _fail("--format parquet needs --output PATH")
     if not (Path(data_dir) / WAREHOUSE_FILE).exists():
-        return _fail(
-            f"no warehouse at {Path(data_dir) / WAREHOUSE_FILE}; run `cdrhouse ingest` first"
-        )
+        lake = Lake(lake_uri or default_lake_uri(data_dir))
+        if lake.source() is None:
+            return _fail(
+                f"no warehouse at {Path(data_dir) / WAREHOUSE_FILE} and no data in the lake at "
+                f"{lake.uri}; run `cdrhouse ingest` first, or set CDRHOUSE_LAKE_URI"
+            )
+        build_warehouse(Path(data_dir), lake.uri, materialize=False)
     try:
         df = run_query(Path(data_dir), query)
     except duckdb.Error as exc:
@@ -134,4 +143,49 @@ def run(args: argparse.Namespace, data_dir: Path) -> int:
         _write(df, args.format, args.output, args.max_rows)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
+    return 0
+
+
+# --- `cdrhouse lake` --------------------------------------------------------------------------
+
+
+def add_lake_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="lake_command", required=True)
+    sub.add_parser("info", help="the lake's URI, data source and partitions per table")
+    reset = sub.add_parser(
+        "reset", help="delete every file of the lake (and warehouse.duckdb); needs --yes"
+    )
+    reset.add_argument("--yes", action="store_true", help="really delete everything")
+    sub.add_parser("views", help="rebuild warehouse.duckdb's views over the lake (no lake writes)")
+
+
+def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> int:
+    """Entry point of `cdrhouse lake`; exit 2 for a reset without --yes."""
+    from models.tables import ALL_TABLES
+
+    lake = Lake(lake_uri or default_lake_uri(data_dir))
+    if args.lake_command == "info":
+        print(f"lake:   {lake.uri}")
+        print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
+        for spec in ALL_TABLES:
+            keys = lake.partitions(spec.name)
+            if keys:
+                print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
+        return 0
+    if args.lake_command == "views":
+        path = build_warehouse(Path(data_dir), lake.uri, materialize=False)
+        print(f"cdrhouse lake: views over {lake.uri} in {path}")
+        return 0
+    source = lake.source()
+    if not args.yes:
+        print(
+            f"cdrhouse lake reset: this deletes every file of the lake at {lake.uri} "
+            f"(source: {source or 'none'}) and {Path(data_dir) / WAREHOUSE_FILE}; "
+            "re-run with --yes to do it",
+            file=sys.stderr,
+        )
+        return 2
+    removed = lake.reset()
+    (Path(data_dir) / WAREHOUSE_FILE).unlink(missing_ok=True)
+    print(f"cdrhouse lake reset: deleted {removed} file(s) from {lake.uri} (source was {source})")
     return 0
