@@ -1,4 +1,4 @@
-"""The `cdrhouse` command: `sandbox`, `ingest`, `sql` and `demo`.
+"""The `cdrhouse` command: `sandbox`, `ingest`, `sql`, `lake` and `demo`.
 
 `ingest` runs the very Dagster jobs the UI and the schedule run (`execute_in_process`, one run
 per partition, then one snapshot run), against `DagsterInstance.get()` when `DAGSTER_HOME` is
@@ -36,6 +36,7 @@ from pipelines.sensors import (
     summary_line,
     write_failure_summary,
 )
+from warehouse.lake import LakeSourceConflict
 
 DEMO_DAYS = 7
 # Dagster's own console logs are for the UI; the CLI prints one line per run instead.
@@ -220,6 +221,10 @@ def cmd_ingest(
     # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
     first_day = min(start_date_from_env(env), start)
     contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+    # A lake holding another source's data is refused here, before any run or write.
+    lake_source, wanted = warehouse.lake().source(), contact_center.source_id
+    if lake_source is not None and lake_source != wanted:
+        raise CliError(str(LakeSourceConflict.between(wanted, lake_source, warehouse.lake().uri)))
     defs = build_defs(
         contact_center=contact_center,
         warehouse=warehouse,
@@ -319,6 +324,11 @@ def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
 
         sandbox_cli.add_arguments(sandbox)
 
+    lake = sub.add_parser("lake", help="inspect the lake, rebuild its views, or reset it")
+    from warehouse import cli as lake_cli
+
+    lake_cli.add_lake_arguments(lake)
+
     sql = sub.add_parser("sql", help="query the warehouse with SQL")
     try:
         from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
@@ -350,7 +360,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         if args.command == "sql":
             from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
 
-            return int(warehouse_cli.run(args, _data_dir(env)))
+            return int(warehouse_cli.run(args, _data_dir(env), env.get("CDRHOUSE_LAKE_URI")))
+        if args.command == "lake":
+            from warehouse import cli as warehouse_cli
+
+            return warehouse_cli.run_lake(args, _data_dir(env), env.get("CDRHOUSE_LAKE_URI"))
     except CliError as exc:
         print(f"cdrhouse: error: {exc}", file=sys.stderr)
         return 2

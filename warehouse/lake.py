@@ -58,6 +58,14 @@ SPOOL_DIR = "cdrhouse-spool"
 class LakeSourceConflict(Exception):
     """A write from one data source into a lake that holds another source's data."""
 
+    @classmethod
+    def between(cls, wanted: str, current: str, uri: str) -> LakeSourceConflict:
+        return cls(
+            f"refusing to write data from {wanted!r} into the lake at {uri}, which holds data "
+            f"from {current!r}; point CDRHOUSE_LAKE_URI at another lake, or empty this one "
+            "with `cdrhouse lake reset --yes`"
+        )
+
 
 def is_local_uri(uri: str) -> bool:
     return urlparse(uri).scheme in LOCAL_SCHEMES
@@ -430,11 +438,7 @@ class Lake:
             self.store.create_exclusive(MARKER_FILE, json.dumps(marker).encode())
             current = self.source()  # a concurrent first writer may have won
         if current != source:
-            raise LakeSourceConflict(
-                f"refusing to write data from {source!r} into the lake at {self.uri}, which "
-                f"holds data from {current!r}; point CDRHOUSE_LAKE_URI at another lake, or "
-                "empty this one with `cdrhouse lake reset --yes`"
-            )
+            raise LakeSourceConflict.between(source, str(current), self.uri)
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""
