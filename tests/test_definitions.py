@@ -71,9 +71,10 @@ def test_api_assets_share_one_pool_and_have_policies() -> None:
     assert raw.backfill_policy == dg.BackfillPolicy.multi_run(1)
 
 
-def test_unset_env_means_sandbox_and_set_env_uses_envvar(monkeypatch) -> None:
+def test_unset_env_is_no_source_and_set_env_uses_envvar(monkeypatch) -> None:
     contact_center, warehouse = resources_from_env({}, date(2026, 10, 1))
-    assert contact_center.uses_sandbox
+    # Unset is not the sandbox: it is no source at all (the API steps fail, see test_source).
+    assert not contact_center.uses_sandbox
     assert contact_center.base_url is None
     assert contact_center.api_key is None
     assert warehouse.data_dir == "data"
@@ -95,10 +96,16 @@ def test_unset_env_means_sandbox_and_set_env_uses_envvar(monkeypatch) -> None:
     assert "k-123" not in repr(resource)
     assert defs_from_env(os.environ).get_repository_def()
 
+    monkeypatch.setenv("CC_API_BASE_URL", "Sandbox")
+    monkeypatch.delenv("CC_API_KEY")
+    sandboxed = resources_from_env(os.environ, date(2026, 10, 1))[0].process_config_and_initialize()
+    assert isinstance(sandboxed, ContactCenterResource)
+    assert sandboxed.uses_sandbox
+
 
 def test_start_date_moves_the_first_partition(tmp_path) -> None:
     built = build_defs(
-        contact_center=ContactCenterResource(),
+        contact_center=ContactCenterResource(base_url="sandbox"),
         warehouse=WarehouseResource(data_dir=str(tmp_path)),
         start_date=date(2026, 11, 1),
     )

@@ -1,6 +1,6 @@
 """Start a real `dagster dev` (webserver + daemon) on loopback for UI and GraphQL tests.
 
-The process runs against the in-process sandbox (no `CC_API_BASE_URL`), with a temporary
+The process runs against the in-process sandbox (`CC_API_BASE_URL=sandbox`), with a temporary
 `DAGSTER_HOME` holding the repository's own `dagster.yaml` and a temporary data dir, so the test
 exercises the same instance configuration users get from `make dev`.
 """
@@ -36,7 +36,11 @@ _SCRUBBED_ENV = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_DATA
 DAYS = 6
 START = datetime.now(UTC).date() - timedelta(days=DAYS)
 PARTITION_KEYS = tuple((START + timedelta(days=i)).isoformat() for i in range(DAYS))
-SMALL_ENV = {"CDRHOUSE_START_DATE": START.isoformat(), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
+SMALL_ENV = {
+    "CC_API_BASE_URL": "sandbox",  # what `make dev` sets; unset would be no source at all
+    "CDRHOUSE_START_DATE": START.isoformat(),
+    "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+}
 
 BACKFILL_DONE = frozenset({"COMPLETED", "COMPLETED_SUCCESS"})
 BACKFILL_FAILED = frozenset({"FAILED", "COMPLETED_FAILED", "CANCELED"})
@@ -156,8 +160,16 @@ def free_port() -> int:
         return port
 
 
-def _environment(home: Path, data_dir: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+def _environment(
+    home: Path,
+    data_dir: Path,
+    extra: Mapping[str, str],
+    base_env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    if base_env is not None:
+        env = dict(base_env)
+    else:
+        env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
     env.update(
         DAGSTER_HOME=str(home),
         CDRHOUSE_DATA_DIR=str(data_dir),
@@ -216,12 +228,18 @@ def run_dagster_dev(
     module: str = "pipelines.definitions",
     instance_yaml: Path = REPO_ROOT / "dagster.yaml",
     extra_env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> Iterator[DagsterDev]:
-    """Run `dagster dev -m MODULE` on a free loopback port until the block exits."""
+    """Run `dagster dev -m MODULE` on a free loopback port until the block exits.
+
+    The process gets `base_env` (default: ours minus `_SCRUBBED_ENV`), then `DAGSTER_HOME`
+    (`workdir/dagster_home`, holding a copy of `instance_yaml`), `CDRHOUSE_DATA_DIR`
+    (`workdir/data`) and `PYTHONPATH`, then `extra_env`.
+    """
     home = workdir / "dagster_home"
     data_dir = workdir / "data"
-    home.mkdir(parents=True)
-    data_dir.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(instance_yaml.read_text())
     port = free_port()
     dev = DagsterDev(
@@ -235,7 +253,7 @@ def run_dagster_dev(
         proc = subprocess.Popen(
             cmd,
             cwd=workdir,
-            env=_environment(home, data_dir, extra_env or {}),
+            env=_environment(home, data_dir, extra_env or {}, base_env),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so teardown reaches every child

@@ -78,15 +78,21 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
         assert frame.equals(second[name]), f"{name} changed on a re-run"
 
 
-def test_unset_base_url_runs_the_bundled_sandbox_in_process(tmp_path, capsys) -> None:
-    env = {"CDRHOUSE_DATA_DIR": str(tmp_path), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300"}
+def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(tmp_path, capsys) -> None:
+    env = {
+        "CC_API_BASE_URL": "sandbox",
+        "CDRHOUSE_DATA_DIR": str(tmp_path),
+        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+    }
     day = TODAY - timedelta(days=1)
     argv = ["ingest", "--start", day.isoformat(), "--end", TODAY.isoformat(), "--no-snapshots"]
     assert main(argv, env=env) == 0
     assert "bundled sandbox" in capsys.readouterr().out
     # The CLI's sandbox is the process-wide one for this shape: ask it what it serves.
     sandbox = ContactCenterResource(
-        sandbox_cdrs_per_day=300, sandbox_start_date=DEFAULT_START_DATE.isoformat()
+        base_url="sandbox",
+        sandbox_cdrs_per_day=300,
+        sandbox_start_date=DEFAULT_START_DATE.isoformat(),
     ).sandbox()
     truth = sandbox.truth_cdrs(*partition_window(day.isoformat()))
     assert len(truth) > 0

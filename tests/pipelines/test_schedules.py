@@ -11,7 +11,7 @@ from pipelines.resources import ContactCenterResource, WarehouseResource
 
 def _defs(tmp_path, lookback_days: int = 3, start: date = date(2026, 10, 1)) -> dg.Definitions:
     return build_defs(
-        contact_center=ContactCenterResource(),
+        contact_center=ContactCenterResource(base_url="sandbox"),
         warehouse=WarehouseResource(data_dir=str(tmp_path)),
         start_date=start,
         lookback_days=lookback_days,

@@ -57,10 +57,12 @@ def _closed_port() -> int:
     return port
 
 
+# (environment override, message, exit code): 2 = refused before any run, 1 = the run failed.
 CONFIG_CASES = {
-    "no-key": ({"CC_API_KEY": ""}, "set CC_API_KEY"),
-    "key-without-scope": ({"CC_API_KEY": NO_CDR_SCOPE_KEY}, "reporting.cdrs.read"),
-    "http-non-loopback": ({"CC_API_BASE_URL": "http://cc.example.com"}, "HTTPS is required"),
+    "no-key": ({"CC_API_KEY": ""}, "set CC_API_KEY", 2),
+    "no-base-url": ({"CC_API_BASE_URL": ""}, "no data source configured", 2),
+    "key-without-scope": ({"CC_API_KEY": NO_CDR_SCOPE_KEY}, "reporting.cdrs.read", 1),
+    "http-non-loopback": ({"CC_API_BASE_URL": "http://cc.example.com"}, "HTTPS is required", 1),
 }
 
 
@@ -68,10 +70,10 @@ CONFIG_CASES = {
 def test_bad_configuration_fails_with_what_to_fix(
     served: Served, tmp_path, capsys, case: str
 ) -> None:
-    override, message = CONFIG_CASES[case]
+    override, message, expected_code = CONFIG_CASES[case]
     env = {**served.env(tmp_path), **override}
     code, text = _cli(env, capsys)
-    assert code == 1
+    assert code == expected_code
     assert message in text, text
     _assert_clean(text, tmp_path)
     LEDGER.bad_inputs.add(case)
