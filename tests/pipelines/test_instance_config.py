@@ -14,6 +14,7 @@ import yaml
 from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.storage.config import pg_config
+from sqlalchemy.engine import make_url
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
@@ -90,7 +91,11 @@ def test_deploy_yaml_takes_every_postgres_setting_from_the_environment(
         "hostname": {"env": "DAGSTER_PG_HOST"},
         "db_name": {"env": "DAGSTER_PG_DB"},
         "port": {"env": "DAGSTER_PG_PORT"},
+        "scheme": "postgresql+psycopg2",
     }
+    # The scheme names a driver that is installed (a bare `postgresql` is psycopg 3 under
+    # SQLAlchemy 2.1, which dagster-postgres does not install).
+    make_url(f"{db['scheme']}://u@h/d").get_dialect().import_dbapi()
     for name, value in PG_ENV.items():
         monkeypatch.setenv(name, value)
     # The whole file passes Dagster's instance schema (what `dagster dev` checks first) ...
@@ -109,5 +114,5 @@ def test_deploy_yaml_takes_every_postgres_setting_from_the_environment(
         "db_name": "dagster",
         "port": 6543,
         "params": {},
-        "scheme": "postgresql",
+        "scheme": "postgresql+psycopg2",
     }
