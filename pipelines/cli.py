@@ -222,7 +222,11 @@ def cmd_ingest(
     first_day = min(start_date_from_env(env), start)
     contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
     # A lake holding another source's data is refused here, before any run or write.
-    lake_source, wanted = warehouse.lake().source(), contact_center.source_id
+    try:
+        wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)
+    except dg.Failure as exc:
+        raise CliError(exc.description or "invalid Contact Center API settings") from None
+    lake_source = warehouse.lake().source()
     if lake_source is not None and lake_source != wanted:
         raise CliError(str(LakeSourceConflict.between(wanted, lake_source, warehouse.lake().uri)))
     defs = build_defs(

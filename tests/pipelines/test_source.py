@@ -78,6 +78,21 @@ def test_ingest_with_a_url_but_no_key_names_cc_api_key(tmp_path, capsys) -> None
     assert not data_dir.exists()
 
 
+def test_ingest_with_an_invalid_url_is_refused_before_any_run(tmp_path, capsys) -> None:
+    data_dir = tmp_path / "data"
+    env = {
+        "CC_API_BASE_URL": "acme.cc.example.com",  # no scheme
+        "CC_API_KEY": "k-secret-1",
+        "CDRHOUSE_DATA_DIR": str(data_dir),
+    }
+    assert main(ARGV, env=env) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse: error: invalid Contact Center API settings")
+    assert len(err.splitlines()) == 1
+    assert "k-secret-1" not in err
+    assert not data_dir.exists()
+
+
 def test_ingest_refusal_as_a_user_meets_it(tmp_path) -> None:
     """The real `cdrhouse` process: exit status 2 and one stderr line."""
     data_dir = tmp_path / "data"

@@ -62,7 +62,7 @@ CONFIG_CASES = {
     "no-key": ({"CC_API_KEY": ""}, "set CC_API_KEY", 2),
     "no-base-url": ({"CC_API_BASE_URL": ""}, "no data source configured", 2),
     "key-without-scope": ({"CC_API_KEY": NO_CDR_SCOPE_KEY}, "reporting.cdrs.read", 1),
-    "http-non-loopback": ({"CC_API_BASE_URL": "http://cc.example.com"}, "HTTPS is required", 1),
+    "http-non-loopback": ({"CC_API_BASE_URL": "http://cc.example.com"}, "HTTPS is required", 2),
 }
 
 
