@@ -570,7 +570,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         """Read the resource(s) now and replace today's (UTC) snapshot partition."""
         source_id = contact_center.source_id  # fails at once when no source is configured
         try:
-            warehouse.lake().claim(source_id)  # before any API call: refuse a mixed lake early
+            warehouse.lake().check_source(source_id)  # before any API call: refuse early
         except LakeSourceConflict as exc:
             raise source_conflict(exc) from None
         taken_at = utc_now()

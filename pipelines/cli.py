@@ -257,6 +257,8 @@ def cmd_ingest(
             verbose=verbose,
             out=out,
         )
+    if not warehouse.lake().is_local:
+        warehouse.build_views()  # the runs refreshed only the lake (see refresh_warehouse)
     if not report.success:
         failed = [r.label for r in report.runs if not r.success or r.checks_failed]
         print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)

@@ -220,12 +220,27 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return Lake(self.resolved_lake_uri)
 
     def refresh_warehouse(self) -> Path:
-        """Rebuild `warehouse.duckdb` (views only, atomic rename): never blocks an analyst."""
-        from warehouse.duck import build_warehouse
+        """Rebuild `warehouse.duckdb` (views only, atomic rename): never blocks an analyst.
 
+        On an object-store lake a run's disk is usually thrown away with its pod, so only the
+        lake's per-day aggregates are refreshed; whoever queries builds the views
+        (`cdrhouse sql` does so when it has none, `cdrhouse lake views` on demand), and their
+        `s3://` globs see new partitions without a rebuild."""
+        from warehouse.duck import build_warehouse, materialize_aggregates
+
+        lake = self.lake()
+        if not lake.is_local:
+            materialize_aggregates(lake)
+            return self.data_path / "warehouse.duckdb"
         self.data_path.mkdir(parents=True, exist_ok=True)
         build_warehouse(self.data_path, self.resolved_lake_uri)
         return self.data_path / "warehouse.duckdb"
+
+    def build_views(self) -> Path:
+        """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""
+        from warehouse.duck import build_warehouse
+
+        return build_warehouse(self.data_path, self.resolved_lake_uri, materialize=False)
 
 
 def utc_now() -> datetime:

@@ -258,8 +258,9 @@ def materialize_aggregates(lake: Lake | Path | str) -> int:
     """
     lake = lake if isinstance(lake, Lake) else Lake(str(lake))
     aggs = aggregate_names()
-    source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
-    agg_stamps = {a: lake.stamps(a) for a in aggs}
+    with lake.cached_listing():
+        source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
+        agg_stamps = {a: lake.stamps(a) for a in aggs}
     days = {k for stamps in source_stamps.values() for k in stamps}
     refreshed = 0
     for key in sorted(days):
@@ -306,7 +307,8 @@ def build_warehouse(
     try:
         con = duckdb.connect(str(tmp))
         try:
-            create_views(con, lake)
+            with lake.cached_listing():
+                create_views(con, lake)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -30,12 +30,14 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.tables import TABLES
@@ -125,9 +127,6 @@ class LocalStore:
     def exists(self, rel: str) -> bool:
         return (self.root / rel).exists()
 
-    def open(self, rel: str) -> BinaryIO:
-        return (self.root / rel).open("rb")
-
     def read_bytes(self, rel: str) -> bytes | None:
         try:
             return (self.root / rel).read_bytes()
@@ -153,6 +152,15 @@ class LocalStore:
         for path in (self.root / table).glob(f"*=*/{PART_FILE}"):
             with contextlib.suppress(FileNotFoundError):
                 out[path.parent.name] = path.stat().st_mtime
+        return out
+
+    def list_all(self) -> dict[str, dict[str, float]]:
+        """`table -> key -> mtime` of every published partition."""
+        out: dict[str, dict[str, float]] = {}
+        for path in self.root.glob(f"*/*=*/{PART_FILE}"):
+            with contextlib.suppress(FileNotFoundError):
+                table = out.setdefault(path.parent.parent.name, {})
+                table[path.parent.name] = path.stat().st_mtime
         return out
 
     def spool_dir(self) -> Path:
@@ -209,7 +217,8 @@ class ObjectStore:
     def __init__(self, uri: str) -> None:
         import fsspec  # only object-store lakes need it
 
-        self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False, skip_instance_cache=True)
+        # fsspec caches the instance (per process, per options): its client is reused.
+        self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False)
         self.protocol = urlparse(uri).scheme
         self.path = path.rstrip("/")
         self.uri = f"{self.protocol}://{self.path}"
@@ -222,10 +231,6 @@ class ObjectStore:
 
     def exists(self, rel: str) -> bool:
         return bool(self.fs.exists(self._p(rel)))
-
-    def open(self, rel: str) -> BinaryIO:
-        handle: BinaryIO = self.fs.open(self._p(rel), "rb")
-        return handle
 
     def read_bytes(self, rel: str) -> bytes | None:
         try:
@@ -258,6 +263,18 @@ class ObjectStore:
             parts = name[len(prefix) + 1 :].split("/")
             if len(parts) == 2 and parts[1] == PART_FILE and "=" in parts[0]:
                 out[parts[0]] = _info_stamp(info)
+        return out
+
+    def list_all(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        try:
+            found = self.fs.find(self.path, detail=True)
+        except FileNotFoundError:
+            return out
+        for name, info in found.items():
+            parts = name[len(self.path) + 1 :].split("/")
+            if len(parts) == 3 and parts[2] == PART_FILE and "=" in parts[1]:
+                out.setdefault(parts[0], {})[parts[1]] = _info_stamp(info)
         return out
 
     def spool_dir(self) -> Path:
@@ -323,8 +340,11 @@ def _fsync_dir(path: Path) -> None:
 class PartitionWriter:
     """Streams row groups into a local temp file; publishes it atomically on a clean exit."""
 
-    def __init__(self, store: Store, rel: str, tmp: Path, schema: Any, drop: str | None) -> None:
-        self.store = store
+    def __init__(
+        self, lake: Lake, rel: str, tmp: Path, schema: Any, drop: str | None, claim: str | None
+    ) -> None:
+        self.lake = lake
+        self.claim = claim
         self.rel = rel
         self.tmp = tmp
         self.schema = schema
@@ -359,7 +379,9 @@ class PartitionWriter:
             return
         try:
             writer.close()
-            self.store.publish(self.tmp, self.rel)
+            if self.claim is not None:
+                self.lake.claim(self.claim)  # the first partition claims the lake
+            self.lake.store.publish(self.tmp, self.rel)
         except BaseException:
             self.tmp.unlink(missing_ok=True)
             raise
@@ -373,6 +395,8 @@ class Lake:
         self.store: Store = (
             LocalStore(root_from_uri(uri)) if is_local_uri(uri) else ObjectStore(uri)
         )
+        self._listing: dict[str, dict[str, float]] | None = None
+        self._source: str | None = None
 
     def __repr__(self) -> str:
         return f"Lake({self.uri!r})"
@@ -424,14 +448,26 @@ class Lake:
 
     def source(self) -> str | None:
         """The data source this lake belongs to, or None while it holds nothing."""
+        if self._source is not None:
+            return self._source  # a claimed lake keeps its source until a reset
         data = self.store.read_bytes(MARKER_FILE)
         if data is None:
             return None
         source = json.loads(data).get("source")
-        return str(source) if source else None
+        self._source = str(source) if source else None
+        return self._source
+
+    def check_source(self, source: str) -> None:
+        """Refuse `source` if the lake holds another source's data; writes nothing."""
+        current = self.source()
+        if current is not None and current != source:
+            raise LakeSourceConflict.between(source, current, self.uri)
 
     def claim(self, source: str) -> None:
-        """Record `source` as this lake's source, or refuse if it holds another source's data."""
+        """Record `source` as this lake's source, or refuse if it holds another source's data.
+
+        Called when a partition is published, not before: a run that fails (a mistyped host)
+        must not claim the lake for a source it never read from."""
         current = self.source()
         if current is None:
             marker = {"source": source, "claimed_at": _now_ms()}
@@ -472,8 +508,9 @@ class Lake:
         schema, drop = self._schema(table, schema)
         if schema is None:
             raise ValueError(f"no schema for table {table!r}")
+        claim: str | None = source
         if source is not None:
-            self.claim(source)
+            self.check_source(source)
         else:
             source = self.source() or "unknown"
         schema = schema.with_metadata(
@@ -481,7 +518,7 @@ class Lake:
         )
         self.cleanup_tmp()
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
-        return PartitionWriter(self.store, rel, tmp, schema, drop)
+        return PartitionWriter(self, rel, tmp, schema, drop, claim)
 
     def write(
         self,
@@ -507,12 +544,15 @@ class Lake:
     def open_parquet(self, table: str, key: str) -> pq.ParquetFile | None:
         """The partition's Parquet file, or None if it is absent."""
         rel = self._rel(table, key)
-        try:
-            if isinstance(self.store, LocalStore):
-                return pq.ParquetFile(self.store.url(rel))  # pyarrow's own file, not Python's
-            return pq.ParquetFile(self.store.open(rel))
-        except FileNotFoundError:
-            return None
+        if isinstance(self.store, LocalStore):
+            try:
+                return pq.ParquetFile(self.store.url(rel))  # an open file keeps its inode
+            except FileNotFoundError:
+                return None
+        # One GET returns one version of the object; ranged reads of a file replaced
+        # meanwhile would fail half-way (s3fs pins the ETag), so read the object whole.
+        data = self.store.read_bytes(rel)
+        return None if data is None else pq.ParquetFile(pa.BufferReader(data))
 
     def read(self, table: str, key: str) -> pl.DataFrame | None:
         parquet = self.open_parquet(table, key)
@@ -540,11 +580,25 @@ class Lake:
         return pl.scan_parquet(files, hive_partitioning=True, hive_schema=hive_schema)
 
     def partitions(self, table: str) -> list[str]:
-        return sorted(self.store.list_files(table))
+        return sorted(self.stamps(table))
 
     def stamps(self, table: str) -> dict[str, float]:
         """`key -> modification time` of every partition of a table (one listing)."""
+        if self._listing is not None:
+            return dict(self._listing.get(table, {}))
         return self.store.list_files(table)
+
+    @contextlib.contextmanager
+    def cached_listing(self) -> Iterator[None]:
+        """Answer `partitions`/`stamps` from one listing of the whole lake while inside.
+
+        Building the views asks about every table; on an object store that is one request
+        instead of one per table. Only for readers: writes inside are not reflected."""
+        self._listing = self.store.list_all()
+        try:
+            yield
+        finally:
+            self._listing = None
 
     # --- maintenance ----------------------------------------------------------------------
 
@@ -553,6 +607,7 @@ class Lake:
 
     def reset(self) -> int:
         """Delete every file of the lake, its source marker included; returns how many."""
+        self._source = None
         return self.store.remove_all()
 
     def cleanup_tmp(self, older_than_s: float = STALE_TMP_SECONDS) -> int:

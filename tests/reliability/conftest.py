@@ -30,6 +30,7 @@ from pipelines.assets import api_retry_policy
 from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource
+from warehouse.lake import MARKER_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED = 23
@@ -189,12 +190,12 @@ def run_ok(defs: dg.Definitions, day: date) -> dg.ExecuteInProcessResult:
 
 
 def lake_files(data_dir: Path) -> dict[str, bytes]:
-    """Every published lake file (temp files excluded), by relative path."""
+    """Every published partition file (temp files and the source marker excluded)."""
     lake = data_dir / "lake"
     return {
         str(p.relative_to(lake)): p.read_bytes()
         for p in sorted(lake.rglob("*"))
-        if p.is_file() and "_tmp" not in p.relative_to(lake).parts
+        if p.is_file() and "_tmp" not in p.relative_to(lake).parts and p.name != MARKER_FILE
     }
 
 

@@ -1,0 +1,363 @@
+"""The lake on object storage: moto's S3 server over HTTP, only the standard AWS_* variables.
+
+What a reader of an `s3://` lake must be able to rely on: a partition is replaced whole or not
+at all, a failed or killed writer leaves no visible object and no multipart upload, writers of
+different partitions never clash, `cdrhouse sql` answers from the lake, and an engine that knows
+nothing of cdrhouse (polars' own object-store reader) reads every table with the right types.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import httpx
+import polars as pl
+import pytest
+
+from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
+from connectors.sandbox.config import DEFAULT_API_KEY
+from models.tables import ALL_TABLES
+from pipelines.cli import main
+from tests.deploy._services import MotoS3
+from tests.deploy.conftest import ServedApi
+from warehouse.duck import aggregate_names
+from warehouse.lake import Lake, LakeSourceConflict
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DAY = dt.date(2026, 11, 20)
+KEY = f"date={DAY}"
+
+
+@pytest.fixture
+def aws(s3: MotoS3, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This process sees the S3 server through the standard variables only."""
+    env = s3.env()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def raw_frame(ids: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "type": ["call"] * len(ids),
+            "started_at_raw": ["x"] * len(ids),
+            "record": ["{}"] * len(ids),
+            "date": [DAY] * len(ids),
+        }
+    )
+
+
+def multipart_uploads(s3: MotoS3, bucket: str) -> list[str]:
+    listed = s3.client().list_multipart_uploads(Bucket=bucket)
+    return sorted(u["Key"] for u in listed.get("Uploads", []))
+
+
+def test_partition_roundtrip_and_provenance_on_s3(aws, s3: MotoS3, new_bucket: str) -> None:
+    lake = Lake(f"s3://{new_bucket}/lake")
+    assert lake.write("raw_cdrs", KEY, raw_frame(["a", "b"]), source="acme.example.com") == 2
+    assert s3.keys(new_bucket) == [
+        "lake/_cdrhouse_lake.json",
+        f"lake/raw_cdrs/{KEY}/part-0.parquet",
+    ]
+    back = lake.read("raw_cdrs", KEY)
+    assert back is not None
+    assert back.equals(raw_frame(["a", "b"]))
+    assert lake.partitions("raw_cdrs") == [KEY]
+    assert lake.source() == "acme.example.com"
+    assert lake.partition_source("raw_cdrs", KEY) == "acme.example.com"
+
+    # Another source is refused before anything is written.
+    before = s3.keys(new_bucket)
+    with pytest.raises(LakeSourceConflict, match=r"'sandbox:7'.*'acme\.example\.com'"):
+        lake.write("raw_cdrs", "date=2026-11-21", raw_frame(["x"]), source="sandbox:7")
+    assert s3.keys(new_bucket) == before
+
+
+def test_failed_write_leaves_the_previous_object_and_nothing_else(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    lake = Lake(f"s3://{new_bucket}/lake")
+    lake.write("raw_cdrs", KEY, raw_frame(["old1", "old2"]), source="sandbox:7")
+    before = s3.keys(new_bucket)
+
+    def failing_run() -> None:
+        with lake.writer("raw_cdrs", KEY) as w:
+            w.write(raw_frame(["new1"]))  # a first row group is already spooled
+            raise RuntimeError("killed mid-partition")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        failing_run()
+
+    assert s3.keys(new_bucket) == before
+    back = lake.read("raw_cdrs", KEY)
+    assert back is not None
+    assert back["id"].to_list() == ["old1", "old2"]
+    assert multipart_uploads(s3, new_bucket) == []
+
+
+def test_a_stale_multipart_upload_of_the_key_is_aborted_when_it_is_rewritten(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    # What a writer SIGKILLed during a big (multipart) upload leaves behind.
+    key = f"lake/raw_cdrs/{KEY}/part-0.parquet"
+    s3.client().create_multipart_upload(Bucket=new_bucket, Key=key)
+    other = s3.client().create_multipart_upload(Bucket=new_bucket, Key="elsewhere/x.parquet")
+    assert multipart_uploads(s3, new_bucket) == ["elsewhere/x.parquet", key]
+
+    Lake(f"s3://{new_bucket}/lake").write("raw_cdrs", KEY, raw_frame(["a"]), source="sandbox:7")
+
+    # Only the rewritten key's upload is aborted; another key's upload is none of ours.
+    assert multipart_uploads(s3, new_bucket) == ["elsewhere/x.parquet"]
+    s3.client().abort_multipart_upload(
+        Bucket=new_bucket, Key="elsewhere/x.parquet", UploadId=other["UploadId"]
+    )
+
+
+def test_concurrent_writers_never_clash_and_readers_see_old_or_new(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    uri = f"s3://{new_bucket}/lake"
+    Lake(uri).write("raw_cdrs", KEY, raw_frame(["v0"] * 500), source="sandbox:7")
+    days = [DAY + dt.timedelta(days=i) for i in range(1, 9)]
+    seen: set[tuple[str, ...]] = set()
+    stop = threading.Event()
+    replaced = threading.Event()
+
+    def reader() -> None:
+        lake = Lake(uri)
+        while not stop.is_set():
+            frame = lake.read("raw_cdrs", KEY)
+            assert frame is not None
+            seen.add((*sorted(set(frame["id"].to_list())), str(frame.height)))
+
+    def write_day(day: dt.date) -> None:
+        Lake(uri).write(
+            "raw_cdrs",
+            f"date={day}",
+            raw_frame([f"{day}-{i}" for i in range(300)]),
+            source="sandbox:7",
+        )
+
+    def replace() -> None:
+        for version in range(1, 6):
+            Lake(uri).write("raw_cdrs", KEY, raw_frame([f"v{version}"] * 500), source="sandbox:7")
+        replaced.set()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        read = pool.submit(reader)
+        time.sleep(0.2)  # the reader has read v0 at least once before the writers start
+        futures = [pool.submit(write_day, d) for d in days] + [pool.submit(replace)]
+        for f in futures:
+            f.result()
+        assert replaced.wait(5)
+        time.sleep(0.2)
+        stop.set()
+        read.result()
+
+    lake = Lake(uri)
+    assert lake.partitions("raw_cdrs") == sorted([KEY, *(f"date={d}" for d in days)])
+    for day in days:
+        frame = lake.read("raw_cdrs", f"date={day}")
+        assert frame is not None
+        assert frame.height == 300
+    # Every read saw exactly one whole version: 500 rows of a single id.
+    assert seen, "the reader never read"
+    assert all(len(s) == 2 and s[1] == "500" for s in seen), seen
+    assert ("v0", "500") in seen
+    assert ("v5", "500") in seen
+
+
+@pytest.fixture(scope="module")
+def ingested_lake(
+    s3: MotoS3, served_sandbox: ServedApi, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, dt.date]:
+    """One day and the snapshots ingested into an `s3://` lake by `cdrhouse ingest`."""
+    bucket = s3.create_bucket("cdrhouse-ingested")
+    day = served_sandbox.days[-2]
+    data_dir = tmp_path_factory.mktemp("ingest-data")
+    env = {
+        **s3.env(),
+        "CC_API_BASE_URL": served_sandbox.base_url,
+        "CC_API_KEY": served_sandbox.api_key,
+        "CDRHOUSE_DATA_DIR": str(data_dir),
+        "CDRHOUSE_LAKE_URI": f"s3://{bucket}/lake",
+        "CDRHOUSE_START_DATE": served_sandbox.start_date.isoformat(),
+    }
+    saved = {k: os.environ.get(k) for k in s3.env()}
+    os.environ.update(s3.env())
+    try:
+        argv = ["ingest", "--start", day.isoformat(), "--end", str(day + dt.timedelta(1))]
+        assert main(argv, env=env) == 0
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return f"s3://{bucket}/lake", day
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", *args],
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_cdrhouse_sql_answers_from_the_s3_lake_in_a_fresh_process(
+    s3: MotoS3, served_sandbox: ServedApi, ingested_lake: tuple[str, dt.date], tmp_path
+) -> None:
+    uri, day = ingested_lake
+    truth = served_sandbox.truth(day)
+    # A new machine: an empty data dir, only the lake URI and the AWS variables.
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_", "AWS_"))},
+        **s3.env(),
+        "CDRHOUSE_DATA_DIR": str(tmp_path / "analyst"),
+        "CDRHOUSE_LAKE_URI": uri,
+    }
+    query = f"select count(distinct id) as n, sum(cost) as cost from cdrs where date = DATE '{day}'"
+    done = _cli(["sql", "--format", "csv", query], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    n, cost = done.stdout.strip().splitlines()[1].split(",")
+    assert int(n) == truth.total
+    assert Decimal(cost) == sum(truth.costs.values(), Decimal(0))
+    # Its warehouse.duckdb holds views over s3:// paths, not copies of the data.
+    with duckdb.connect(str(tmp_path / "analyst" / "warehouse.duckdb"), read_only=True) as con:
+        (sql,) = con.execute(
+            "select sql from duckdb_views() where view_name = 'cdrs'"
+        ).fetchone() or ("",)
+    assert f"{uri}/cdrs/" in sql
+    done = _cli(["sql", "--format", "csv", "select source from lake_info"], env, tmp_path)
+    assert done.stdout.strip().splitlines()[1] == served_sandbox.base_url.split("://")[1]
+
+
+def test_polars_reads_every_table_from_s3_with_the_expected_schema(
+    aws, s3: MotoS3, served_sandbox: ServedApi, ingested_lake: tuple[str, dt.date]
+) -> None:
+    uri, day = ingested_lake
+    lake = Lake(uri)
+    checked = []
+    for spec in ALL_TABLES:
+        if not lake.partitions(spec.name):
+            continue  # e.g. the quarantine of a clean day
+        # Polars' own (Rust) object-store reader, from the standard AWS variables.
+        frame = pl.scan_parquet(
+            f"{uri}/{spec.name}/*/part-0.parquet",
+            hive_partitioning=True,
+            hive_schema={spec.partition_key: pl.Date()} if spec.partition_key else None,
+        ).collect()
+        assert frame.schema == spec.polars_schema(), spec.name
+        assert frame.height > 0 or spec.name == "cdr_quarantine", spec.name
+        checked.append(spec.name)
+    assert {"raw_cdrs", "cdrs", "cdr_calls", "cdr_sms", "users", "balance_snapshots"} <= set(
+        checked
+    )
+    cdrs = pl.scan_parquet(f"{uri}/cdrs/*/part-0.parquet", hive_partitioning=True).collect()
+    assert cdrs["id"].n_unique() == served_sandbox.truth(day).total
+    for agg in aggregate_names():
+        assert pl.scan_parquet(f"{uri}/{agg}/*/part-0.parquet").collect().height > 0, agg
+
+
+@pytest.fixture
+def slow_api() -> Iterator[str]:
+    """A sandbox slow enough (latency per request) that a kill lands mid-partition."""
+    today = dt.datetime.now(dt.UTC).date()
+    sandbox = Sandbox(
+        SandboxConfig(seed=5, cdrs_per_day=1500, start_date=today - dt.timedelta(days=3), days=3)
+    )
+    with sandbox.serve() as handle:
+        yield handle.base_url
+        sandbox.faults = FaultConfig()
+
+
+def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
+    aws, s3: MotoS3, new_bucket: str, slow_api: str, tmp_path
+) -> None:
+    day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=2)
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_", "AWS_"))},
+        **s3.env(),
+        "CC_API_BASE_URL": slow_api,
+        "CC_API_KEY": DEFAULT_API_KEY,
+        "CDRHOUSE_DATA_DIR": str(tmp_path / "data"),
+        "CDRHOUSE_LAKE_URI": f"s3://{new_bucket}/lake",
+        "CDRHOUSE_START_DATE": (day - dt.timedelta(days=1)).isoformat(),
+        "TMPDIR": str(spool),  # where partitions bound for S3 are spooled
+    }
+    args = ["ingest", "--start", day.isoformat(), "--end", str(day + dt.timedelta(1))]
+    args.append("--no-snapshots")
+    first = _cli(args, env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    key = f"lake/raw_cdrs/date={day}/part-0.parquet"
+    client = s3.client()
+    before = {
+        k: client.get_object(Bucket=new_bucket, Key=k)["Body"].read() for k in s3.keys(new_bucket)
+    }
+    assert key in before
+
+    # Slow every request, start a re-run, and kill it while raw_cdrs is spooling the day.
+    httpx.put(
+        f"{slow_api}/_sandbox/faults", json={"latency_ms": 150}, timeout=10
+    ).raise_for_status()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", *args],
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    spooled = spool / "cdrhouse-spool"
+    deadline = time.monotonic() + 120
+    while not (spooled.is_dir() and any(spooled.glob("raw_cdrs.*.parquet"))):
+        assert proc.poll() is None, "the run ended before it started writing"
+        assert time.monotonic() < deadline, "raw_cdrs never started writing"
+        time.sleep(0.01)
+    time.sleep(0.3)  # some pages are in the spooled file now
+    assert proc.poll() is None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    # The previous partition is still there, byte for byte; nothing partial is visible.
+    after = {
+        k: client.get_object(Bucket=new_bucket, Key=k)["Body"].read() for k in s3.keys(new_bucket)
+    }
+    assert after == before
+    assert multipart_uploads(s3, new_bucket) == []
+
+    httpx.put(f"{slow_api}/_sandbox/faults", json={}, timeout=10).raise_for_status()
+    rerun = _cli(args, env, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    frame = Lake(f"s3://{new_bucket}/lake").read("cdrs", f"date={day}")
+    assert frame is not None
+    truth = httpx.get(
+        f"{slow_api}/api/v4/reporting/cdrs",
+        params={
+            "started_at[gte]": f"{day}T00:00:00Z",
+            "started_at[lt]": f"{day + dt.timedelta(1)}T00:00:00Z",
+            "limit": 1,
+        },
+        headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+        timeout=30,
+    ).json()["metadata"]["total"]
+    assert frame["id"].n_unique() == frame.height == truth
