@@ -1,9 +1,9 @@
 """The lake on object storage: moto's S3 server over HTTP, only the standard AWS_* variables.
 
-What a reader of an `s3://` lake must be able to rely on: a partition is replaced whole or not
-at all, a failed or killed writer leaves no visible object and no multipart upload, writers of
-different partitions never clash, `cdrhouse sql` answers from the lake, and an engine that knows
-nothing of cdrhouse (polars' own object-store reader) reads every table with the right types.
+What a writer of an `s3://` lake must guarantee: a partition is replaced whole or not at all,
+a failed or killed writer leaves no visible object and no multipart upload, and writers of
+different partitions never clash. (Reading the lake from other processes and engines is in
+test_no_shared_disk.py.)
 """
 
 from __future__ import annotations
@@ -17,21 +17,15 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import httpx
 import polars as pl
 import pytest
 
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
-from models.tables import ALL_TABLES
-from pipelines.cli import main
 from tests.deploy._services import MotoS3
-from tests.deploy.conftest import ServedApi
-from warehouse.duck import aggregate_names
 from warehouse.lake import Lake, LakeSourceConflict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -180,36 +174,6 @@ def test_concurrent_writers_never_clash_and_readers_see_old_or_new(
     assert ("v5", "500") in seen
 
 
-@pytest.fixture(scope="module")
-def ingested_lake(
-    s3: MotoS3, served_sandbox: ServedApi, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, dt.date]:
-    """One day and the snapshots ingested into an `s3://` lake by `cdrhouse ingest`."""
-    bucket = s3.create_bucket("cdrhouse-ingested")
-    day = served_sandbox.days[-2]
-    data_dir = tmp_path_factory.mktemp("ingest-data")
-    env = {
-        **s3.env(),
-        "CC_API_BASE_URL": served_sandbox.base_url,
-        "CC_API_KEY": served_sandbox.api_key,
-        "CDRHOUSE_DATA_DIR": str(data_dir),
-        "CDRHOUSE_LAKE_URI": f"s3://{bucket}/lake",
-        "CDRHOUSE_START_DATE": served_sandbox.start_date.isoformat(),
-    }
-    saved = {k: os.environ.get(k) for k in s3.env()}
-    os.environ.update(s3.env())
-    try:
-        argv = ["ingest", "--start", day.isoformat(), "--end", str(day + dt.timedelta(1))]
-        assert main(argv, env=env) == 0
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return f"s3://{bucket}/lake", day
-
-
 def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pipelines.cli", *args],
@@ -219,61 +183,6 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
         text=True,
         timeout=180,
     )
-
-
-def test_cdrhouse_sql_answers_from_the_s3_lake_in_a_fresh_process(
-    s3: MotoS3, served_sandbox: ServedApi, ingested_lake: tuple[str, dt.date], tmp_path
-) -> None:
-    uri, day = ingested_lake
-    truth = served_sandbox.truth(day)
-    # A new machine: an empty data dir, only the lake URI and the AWS variables.
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_", "AWS_"))},
-        **s3.env(),
-        "CDRHOUSE_DATA_DIR": str(tmp_path / "analyst"),
-        "CDRHOUSE_LAKE_URI": uri,
-    }
-    query = f"select count(distinct id) as n, sum(cost) as cost from cdrs where date = DATE '{day}'"
-    done = _cli(["sql", "--format", "csv", query], env, tmp_path)
-    assert done.returncode == 0, done.stderr
-    n, cost = done.stdout.strip().splitlines()[1].split(",")
-    assert int(n) == truth.total
-    assert Decimal(cost) == sum(truth.costs.values(), Decimal(0))
-    # Its warehouse.duckdb holds views over s3:// paths, not copies of the data.
-    with duckdb.connect(str(tmp_path / "analyst" / "warehouse.duckdb"), read_only=True) as con:
-        (sql,) = con.execute(
-            "select sql from duckdb_views() where view_name = 'cdrs'"
-        ).fetchone() or ("",)
-    assert f"{uri}/cdrs/" in sql
-    done = _cli(["sql", "--format", "csv", "select source from lake_info"], env, tmp_path)
-    assert done.stdout.strip().splitlines()[1] == served_sandbox.base_url.split("://")[1]
-
-
-def test_polars_reads_every_table_from_s3_with_the_expected_schema(
-    aws, s3: MotoS3, served_sandbox: ServedApi, ingested_lake: tuple[str, dt.date]
-) -> None:
-    uri, day = ingested_lake
-    lake = Lake(uri)
-    checked = []
-    for spec in ALL_TABLES:
-        if not lake.partitions(spec.name):
-            continue  # e.g. the quarantine of a clean day
-        # Polars' own (Rust) object-store reader, from the standard AWS variables.
-        frame = pl.scan_parquet(
-            f"{uri}/{spec.name}/*/part-0.parquet",
-            hive_partitioning=True,
-            hive_schema={spec.partition_key: pl.Date()} if spec.partition_key else None,
-        ).collect()
-        assert frame.schema == spec.polars_schema(), spec.name
-        assert frame.height > 0 or spec.name == "cdr_quarantine", spec.name
-        checked.append(spec.name)
-    assert {"raw_cdrs", "cdrs", "cdr_calls", "cdr_sms", "users", "balance_snapshots"} <= set(
-        checked
-    )
-    cdrs = pl.scan_parquet(f"{uri}/cdrs/*/part-0.parquet", hive_partitioning=True).collect()
-    assert cdrs["id"].n_unique() == served_sandbox.truth(day).total
-    for agg in aggregate_names():
-        assert pl.scan_parquet(f"{uri}/{agg}/*/part-0.parquet").collect().height > 0, agg
 
 
 @pytest.fixture
