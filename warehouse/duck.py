@@ -37,6 +37,8 @@ from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
+# How long one DuckDB connection trusts its listing of an object-store lake.
+LISTING_CACHE_S = 30.0
 LAKE_PARTITIONS_VIEW = "lake_partitions"
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
@@ -159,12 +161,25 @@ def aggregate_names() -> list[str]:
 
 
 def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
-    """Let DuckDB read an object-store lake through its fsspec filesystem (works offline,
-    unlike the httpfs extension, which must be downloaded)."""
-    if not lake.is_local and not any(
+    """Let DuckDB read an object-store lake through an fsspec filesystem (works offline,
+    unlike the httpfs extension, which must be downloaded).
+
+    DuckDB re-lists every glob and stats every file each time a view is bound, and views are
+    bound on views: hundreds of requests per build or query. So each connection gets its own
+    filesystem whose listings are cached for a short while; a new connection sees new files."""
+    if lake.is_local or any(
         name.split("://")[0] in _protocols(lake) for name in con.list_filesystems()
     ):
-        con.register_filesystem(lake.fs)
+        return
+    fs = type(lake.fs)(
+        **{
+            **lake.fs.storage_options,
+            "use_listings_cache": True,
+            "listings_expiry_time": LISTING_CACHE_S,
+            "skip_instance_cache": True,
+        }
+    )
+    con.register_filesystem(fs)
 
 
 def _protocols(lake: Lake) -> tuple[str, ...]:

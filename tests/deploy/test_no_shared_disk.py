@@ -63,6 +63,7 @@ def pods_lake(
     lake_uri = f"s3://{s3.create_bucket('cdrhouse-pods')}/lake"
     days = served_sandbox.days[-4:-1]
     pods = []
+    schema_ready = False
     for i, day in enumerate(days):
         workdir = tmp_path / f"pod-{i}"
         (workdir / "tmp").mkdir(parents=True)
@@ -73,6 +74,19 @@ def pods_lake(
             lake_uri=lake_uri,
             extra={"TMPDIR": str(workdir / "tmp")},
         )
+        if not schema_ready:
+            # As in a deployment, the instance's schema exists before any run pod starts (the
+            # webserver/daemon or `dagster instance migrate` creates it); pods that all found
+            # an empty database would race to create the same tables.
+            subprocess.run(
+                [sys.executable, "-m", "dagster", "instance", "migrate"],
+                env=env,
+                cwd=workdir,
+                check=True,
+                capture_output=True,
+                timeout=POD_TIMEOUT_S,
+            )
+            schema_ready = True
         args = ["ingest", "--start", day.isoformat(), "--end", str(day + timedelta(days=1))]
         if i:
             args.append("--no-snapshots")  # one pod takes the snapshots, as one run would

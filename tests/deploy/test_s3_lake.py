@@ -190,7 +190,7 @@ def slow_api() -> Iterator[str]:
     """A sandbox slow enough (latency per request) that a kill lands mid-partition."""
     today = dt.datetime.now(dt.UTC).date()
     sandbox = Sandbox(
-        SandboxConfig(seed=5, cdrs_per_day=1500, start_date=today - dt.timedelta(days=3), days=3)
+        SandboxConfig(seed=5, cdrs_per_day=600, start_date=today - dt.timedelta(days=3), days=3)
     )
     with sandbox.serve() as handle:
         yield handle.base_url
