@@ -26,7 +26,7 @@ import pytest
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import MotoS3
-from warehouse.lake import Lake, LakeSourceConflict
+from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 20)
@@ -78,6 +78,24 @@ def test_partition_roundtrip_and_provenance_on_s3(aws, s3: MotoS3, new_bucket: s
     with pytest.raises(LakeSourceConflict, match=r"'sandbox:7'.*'acme\.example\.com'"):
         lake.write("raw_cdrs", "date=2026-11-21", raw_frame(["x"]), source="sandbox:7")
     assert s3.keys(new_bucket) == before
+
+
+def test_of_two_first_writers_of_different_sources_exactly_one_claims_the_lake(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    uri = f"s3://{new_bucket}/lake"
+    first, second = Lake(uri), Lake(uri)
+    # Both looked before either wrote: neither saw a source.
+    assert first.source() is None
+    assert second.source() is None
+    first.claim("acme.example.com")
+    # The loser's marker write is a conditional PUT that the store refuses, silently...
+    second.store.create_exclusive(MARKER_FILE, b'{"source": "sandbox:7"}')
+    assert Lake(uri).source() == "acme.example.com"
+    # ...and its claim reads the winner back and refuses.
+    with pytest.raises(LakeSourceConflict, match="acme"):
+        second.claim("sandbox:7")
+    second.claim("acme.example.com")  # the same source is welcome
 
 
 def test_failed_write_leaves_the_previous_object_and_nothing_else(
