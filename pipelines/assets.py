@@ -365,7 +365,7 @@ def build_cdr_assets(
                         counts[table] += frame.height
                         previews.setdefault(table, frame.head(PREVIEW_ROWS))
         seconds = time.perf_counter() - begun
-        warehouse.refresh_warehouse()
+        warehouse.refresh_warehouse(partition)
         for table, rows in counts.items():
             preview = previews.get(table)
             yield dg.MaterializeResult(

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import dagster as dg
 
+from pipelines.assets import API_POOL
 from pipelines.definitions import (
     CDR_JOB,
     SNAPSHOT_JOB,
@@ -192,6 +193,30 @@ def run_ingest(
     return report
 
 
+def ensure_pool(instance: dg.DagsterInstance, pool: str = API_POOL, attempts: int = 5) -> None:
+    """Create the API pool's limit row (at the instance's default limit) before any run.
+
+    Dagster creates it lazily inside the first step that claims a slot. On PostgreSQL, pods
+    whose first runs start together race on that insert and the losers' runs fail (an
+    IntegrityError, then InFailedSqlTransaction inside Dagster). The daemon's run queue does
+    this before it launches a run; `cdrhouse ingest` runs in-process, so it does it here."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return
+    for attempt in range(attempts):
+        if pool in storage.get_concurrency_keys():
+            return
+        try:
+            storage.initialize_concurrency_limit_to_default(pool)
+            return
+        except SQLAlchemyError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))  # another pod is creating it: look again
+
+
 def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:
     if env.get("DAGSTER_HOME"):
         return dg.DagsterInstance.get()
@@ -248,6 +273,7 @@ def cmd_ingest(
         flush=True,
     )
     with _instance(env) as instance:
+        ensure_pool(instance)
         report = run_ingest(
             defs,
             keys,

@@ -20,7 +20,13 @@ from typing import Any, TextIO
 import duckdb
 import polars as pl
 
-from warehouse.duck import WAREHOUSE_FILE, build_warehouse, connect, default_lake_uri
+from warehouse.duck import (
+    WAREHOUSE_FILE,
+    build_warehouse,
+    connect,
+    default_lake_uri,
+    lake_moved,
+)
 from warehouse.lake import Lake
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -57,9 +63,9 @@ def run_query(data_dir: Path, query: str) -> pl.DataFrame | None:
         try:
             rel = con.sql(query)
             return None if rel is None else pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
-        except duckdb.IOException:
-            # A partition was swapped between DuckDB's glob and its open: run once more.
-            if attempt:
+        except duckdb.Error as exc:
+            # A partition was swapped between DuckDB's glob and its read: run once more.
+            if attempt or not lake_moved(exc):
                 raise
         finally:
             con.close()

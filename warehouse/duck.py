@@ -26,6 +26,7 @@ import contextlib
 import os
 import re
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
 import duckdb
@@ -39,6 +40,7 @@ LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
 # How long one DuckDB connection trusts its listing of an object-store lake.
 LISTING_CACHE_S = 30.0
+BUILD_ATTEMPTS = 3
 LAKE_PARTITIONS_VIEW = "lake_partitions"
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
@@ -263,8 +265,11 @@ def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str)
     )
 
 
-def materialize_aggregates(lake: Lake | Path | str) -> int:
+def materialize_aggregates(lake: Lake | Path | str, only: Collection[str] | None = None) -> int:
     """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
+
+    `only` (partition keys like `date=2026-11-20`) limits the work to the days a run wrote, so
+    runs of other days, in other pods, never rewrite each other's aggregates.
 
     Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
     date's rows. On a local lake a materialized file is stamped with the newest source mtime
@@ -278,7 +283,7 @@ def materialize_aggregates(lake: Lake | Path | str) -> int:
         agg_stamps = {a: lake.stamps(a) for a in aggs}
     days = {k for stamps in source_stamps.values() for k in stamps}
     refreshed = 0
-    for key in sorted(days):
+    for key in sorted(days if only is None else days & set(only)):
         newest = max(s[key] for s in source_stamps.values() if key in s)
         stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
         if not stale:
@@ -294,7 +299,7 @@ def materialize_aggregates(lake: Lake | Path | str) -> int:
         finally:
             con.close()
     # A date whose CDR partitions were all deleted loses its aggregates too.
-    for agg in aggs:
+    for agg in aggs if only is None else ():
         for key in set(agg_stamps[agg]) - days:
             lake.delete_partition(agg, key)
     return refreshed
@@ -320,19 +325,35 @@ def build_warehouse(
     if materialize:
         materialize_aggregates(lake)
     try:
-        con = duckdb.connect(str(tmp))
-        try:
-            with lake.cached_listing():
-                create_views(con, lake)
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+        for attempt in range(BUILD_ATTEMPTS):
+            con = duckdb.connect(str(tmp))
+            try:
+                with lake.cached_listing():
+                    create_views(con, lake)
+                con.execute("CHECKPOINT")
+                break
+            except duckdb.Error as exc:
+                # Binding a view reads file footers; a partition replaced by a concurrent run
+                # between the listing and the read fails it. The lake is whole: look again.
+                if attempt == BUILD_ATTEMPTS - 1 or not lake_moved(exc):
+                    raise
+            finally:
+                con.close()
+            tmp.unlink(missing_ok=True)
         os.replace(tmp, final)
     finally:
         for leftover in (tmp, Path(f"{tmp}.wal")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
     return final
+
+
+def lake_moved(exc: BaseException) -> bool:
+    """Whether a DuckDB error comes from a lake file replaced or removed while it was read."""
+    if isinstance(exc, duckdb.IOException):
+        return True
+    text = str(exc)
+    return any(m in text for m in ("FileExpired", "FileNotFoundError", "No files found"))
 
 
 def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
