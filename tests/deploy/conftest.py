@@ -47,6 +47,8 @@ class ServedApi:
     base_url: str
     api_key: str
     days: tuple[date, ...]
+    # The instant the sandbox's clock is frozen at (the fixture's one clock).
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
     _truth: dict[date, DayTruth] = field(default_factory=dict)
 
     @property
@@ -117,4 +119,4 @@ def served_sandbox() -> Iterator[ServedApi]:
     # could appear between a run and the truth it is compared with.
     sandbox.clock.set(now)
     with sandbox.serve() as handle:
-        yield ServedApi(base_url=handle.base_url, api_key=DEFAULT_API_KEY, days=days)
+        yield ServedApi(base_url=handle.base_url, api_key=DEFAULT_API_KEY, days=days, now=now)

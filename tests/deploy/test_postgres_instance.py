@@ -167,8 +167,15 @@ def _cli(env: Mapping[str, str], cwd: Path, *args: str) -> subprocess.CompletedP
 
 
 def test_cli_ingest_records_runs_in_postgres_and_reconciles_exactly(
-    tmp_path: Path, postgres: Postgres, s3: MotoS3, new_bucket: str, served_sandbox: ServedApi
+    tmp_path: Path,
+    postgres: Postgres,
+    s3: MotoS3,
+    new_bucket: str,
+    served_sandbox: ServedApi,
+    ui_backfill: UiBackfill,  # not used here: started first so its runs overlap this test's
 ) -> None:
+    # Own database, bucket and data dir: the `dagster dev` deployment busy meanwhile (its own
+    # database and bucket) shares nothing with this pod but the PostgreSQL server and S3.
     env = _pod_env(tmp_path, served_sandbox, postgres, s3, new_bucket)
     days = list(served_sandbox.days[:2])
     argv = [
@@ -306,7 +313,9 @@ def prod_dev(
     bucket = s3.create_bucket("cdrhouse-dagster-dev")
     # A tick is yesterday only (plus the snapshots), so it stays off the backfill's days.
     env = _pod_env(workdir, served_sandbox, postgres, s3, bucket, {"CDRHOUSE_LOOKBACK_DAYS": "0"})
-    missed_tick = _last_tick_time(datetime.now(UTC))
+    # From the sandbox's clock, so the tick's day is one the sandbox serves even when the
+    # session crossed midnight UTC before this fixture ran.
+    missed_tick = _last_tick_time(served_sandbox.now)
     _schedule_running_since(env, missed_tick - timedelta(minutes=1))
     with run_dagster_dev(workdir, instance_yaml=DEPLOY_YAML, base_env=env) as dev:
         assert dev.home == Path(env["DAGSTER_HOME"])
@@ -351,15 +360,24 @@ def _in_postgres(postgres: Postgres, env: Mapping[str, str], run_ids: Sequence[s
     return count
 
 
-def test_ui_backfill_runs_one_run_per_partition_on_postgres(
-    prod_dev: ProdDev, postgres: Postgres, s3: MotoS3, served_sandbox: ServedApi
-) -> None:
+@dataclass(frozen=True)
+class UiBackfill:
+    backfill_id: str
+    days: list[date]
+
+
+@pytest.fixture(scope="module")
+def ui_backfill(prod_dev: ProdDev, served_sandbox: ServedApi) -> UiBackfill:
+    """The backfill a UI user launches on the fresh deployment: the CDR assets of the three
+    oldest days, sent as the UI's partitions dialog sends it (`launchPartitionBackfill`).
+
+    Launched once per module, before the CLI test (which requests it), so the backfill daemon's
+    30 s interval and the runs overlap that test on 2 cores instead of following it."""
     dev = prod_dev.dev
-    days = list(served_sandbox.days[:3])  # the oldest three; the nightly tick takes yesterday
+    days = list(served_sandbox.days[:3])  # the nightly tick takes yesterday
     nodes = dev.graphql(CDR_ASSETS)["assetNodes"]
     selection = [{"path": n["assetKey"]["path"]} for n in nodes if n["groupName"] == CDR_GROUP]
     assert {"raw_cdrs", "cdrs", "cdr_calls", "cdr_quarantine"} <= {s["path"][-1] for s in selection}
-    # What the UI's "Materialize" -> partitions dialog sends for a backfill of these assets.
     result = dev.graphql(
         LAUNCH_BACKFILL,
         {
@@ -372,12 +390,22 @@ def test_ui_backfill_runs_one_run_per_partition_on_postgres(
         },
     )["launchPartitionBackfill"]
     assert result["__typename"] == "LaunchBackfillSuccess", result
-    backfill_id = result["backfillId"]
+    return UiBackfill(backfill_id=result["backfillId"], days=days)
 
-    status = dev.wait_for_backfill(backfill_id, timeout_s=RUN_TIMEOUT_S)
+
+def test_ui_backfill_runs_one_run_per_partition_on_postgres(
+    prod_dev: ProdDev,
+    ui_backfill: UiBackfill,
+    postgres: Postgres,
+    s3: MotoS3,
+    served_sandbox: ServedApi,
+) -> None:
+    dev, days = prod_dev.dev, ui_backfill.days
+
+    status = dev.wait_for_backfill(ui_backfill.backfill_id, timeout_s=RUN_TIMEOUT_S)
 
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dev.log_tail()
-    runs = prod_dev.runs(tags={"dagster/backfill": backfill_id})
+    runs = prod_dev.runs(tags={"dagster/backfill": ui_backfill.backfill_id})
     # Multi-run: one run per partition, each a single day.
     assert sorted(str(_partition(r)) for r in runs) == [d.isoformat() for d in days]
     assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
