@@ -1,0 +1,19 @@
+"""Suite-wide: how `make test` spreads modules over the two CI cores (pytest-xdist).
+
+Each module runs whole on one worker (its module-scoped fixtures are built once), except that
+the modules driving the one shared `dagster dev` run on the same worker, so it starts once.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Modules that share one `dagster dev` (tests/pipelines/_dagster_dev.shared_dagster_dev).
+SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
+        group = "shared_dagster_dev" if module in SHARED_DAGSTER_DEV else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
