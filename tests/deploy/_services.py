@@ -130,10 +130,34 @@ class Postgres:
         return "\n".join(text.splitlines()[-lines:])
 
 
+def _reaper(cleanup: str) -> subprocess.Popen[bytes]:
+    """A watchdog shell that runs `cleanup` once this process is gone without cleaning up
+    (SIGKILL, a timeout's `os._exit`): servers must not outlive the tests that started them.
+    Terminate it first on a normal teardown."""
+    script = f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; {cleanup}"
+    return subprocess.Popen(
+        ["/bin/sh", "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop_reaper(reaper: subprocess.Popen[bytes] | None) -> None:
+    if reaper is not None:
+        reaper.terminate()
+        reaper.wait(timeout=10)
+
+
+def _pg_argv(bin_dir: Path, run_as: str | None, args: Sequence[str]) -> list[str]:
+    argv = [str(bin_dir / args[0]), *args[1:]]
+    return ["su", run_as, "-s", "/bin/bash", "-c", shlex.join(argv)] if run_as else argv
+
+
 def _pg_run(bin_dir: Path, run_as: str | None, args: Sequence[str]) -> None:
     """Run a PostgreSQL program, as `run_as` via `su` when we are root."""
-    argv = [str(bin_dir / args[0]), *args[1:]]
-    cmd = ["su", run_as, "-s", "/bin/bash", "-c", shlex.join(argv)] if run_as else argv
+    cmd = _pg_argv(bin_dir, run_as, args)
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if result.returncode != 0:
         raise RuntimeError(
@@ -148,6 +172,7 @@ def start_postgres(bin_dir: Path) -> Iterator[Postgres]:
     # Not under pytest's tmp dir: that is 0700 root, which the `postgres` user cannot enter.
     root = Path(tempfile.mkdtemp(prefix="cdrhouse-pg-"))
     pg: Postgres | None = None
+    reaper: subprocess.Popen[bytes] | None = None
     try:
         if run_as is not None:
             entry = pwd.getpwnam(run_as)
@@ -207,8 +232,12 @@ def start_postgres(bin_dir: Path) -> Iterator[Postgres]:
             pg = candidate
             break
         assert pg is not None
+        stop = ["pg_ctl", "-D", str(pg.data_dir), "-m", "fast", "stop"]
+        stop_cmd = shlex.join(_pg_argv(bin_dir, run_as, stop))
+        reaper = _reaper(f"{stop_cmd}; rm -rf {shlex.quote(str(root))}")
         yield pg
     finally:
+        _stop_reaper(reaper)
         if pg is not None:
             with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
                 _pg_run(bin_dir, run_as, ["pg_ctl", "-D", str(pg.data_dir), "-m", "fast", "stop"])
@@ -274,6 +303,7 @@ def start_moto(workdir: Path) -> Iterator[MotoS3]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    reaper = _reaper(f"kill -TERM -{proc.pid}")  # dash: a negative pid is the group
     try:
         deadline = time.monotonic() + _STARTUP_TIMEOUT_S
         while True:
@@ -287,6 +317,7 @@ def start_moto(workdir: Path) -> Iterator[MotoS3]:
             time.sleep(0.2)
         yield s3
     finally:
+        _stop_reaper(reaper)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
