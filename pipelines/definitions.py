@@ -38,6 +38,8 @@ from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
 from pipelines.sensors import failure_summary_sensor
 
 CDR_JOB = "cdr_daily"
+# What each run's forkserver imports once for all its steps.
+PRELOAD_MODULES = ("dagster", "polars", "duckdb", "pipelines.assets", "pipelines.checks")
 SNAPSHOT_JOB = "snapshots"
 
 
@@ -79,6 +81,19 @@ def build_defs(
         schedules=[build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days)],
         sensors=[failure_summary_sensor],
         resources={"contact_center": contact_center, "warehouse": warehouse},
+        executor=step_executor(),
+    )
+
+
+def step_executor() -> dg.ExecutorDefinition:
+    """Steps in parallel processes forked from a warm forkserver, not spawned cold.
+
+    A spawned step re-imports Dagster, polars, DuckDB and this code location (seconds of CPU
+    per step; a nightly run has ~25 steps); forked from a server that preloaded them, a step
+    starts in milliseconds. Steps still run in separate processes, so one crashing step does
+    not take the run down."""
+    return dg.multiprocess_executor.configured(
+        {"start_method": {"forkserver": {"preload_modules": list(PRELOAD_MODULES)}}}
     )
 
 
