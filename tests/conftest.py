@@ -6,7 +6,11 @@ the modules driving the one shared `dagster dev` run on the same worker, so it s
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+from tests.reliability.conftest import LEDGER_KEY, Ledger, summary_line
 
 # Modules that share one `dagster dev` (tests/pipelines/_dagster_dev.shared_dagster_dev).
 SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
@@ -17,3 +21,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
         group = "shared_dagster_dev" if module in SHARED_DAGSTER_DEV else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+# The reliability figures of every worker, merged for one summary line.
+_MERGED = Ledger()
+_SEEN: list[bool] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    data = getattr(node, "workeroutput", {}).get(LEDGER_KEY)
+    if not data:
+        return
+    _SEEN.append(True)
+    _MERGED.faults |= set(data["faults"])
+    _MERGED.bad_inputs |= set(data["bad_inputs"])
+    for name in ("compared", "lost", "duplicated", "stale", "key_hits", "key_places"):
+        setattr(_MERGED, name, getattr(_MERGED, name) + int(data[name]))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SEEN:
+        terminalreporter.write_line(summary_line(_MERGED))

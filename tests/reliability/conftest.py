@@ -65,17 +65,33 @@ class Ledger:
 
 
 LEDGER = Ledger()
+LEDGER_KEY = "cdrhouse_reliability_ledger"
+
+
+def summary_line(ledger: Ledger) -> str:
+    return (
+        f"reliability: {len(ledger.faults)} faults, {len(ledger.bad_inputs)} bad inputs; "
+        f"{ledger.compared} CDRs compared with the sandbox truth: lost {ledger.lost}, "
+        f"duplicated {ledger.duplicated}, stale cost {ledger.stale}; "
+        f"API key found {ledger.key_hits} times in {ledger.key_places} places searched"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not (LEDGER.faults or LEDGER.bad_inputs):
-        return
-    terminalreporter.write_line(
-        f"reliability: {len(LEDGER.faults)} faults, {len(LEDGER.bad_inputs)} bad inputs; "
-        f"{LEDGER.compared} CDRs compared with the sandbox truth: lost {LEDGER.lost}, "
-        f"duplicated {LEDGER.duplicated}, stale cost {LEDGER.stale}; "
-        f"API key found {LEDGER.key_hits} times in {LEDGER.key_places} places searched"
-    )
+    if LEDGER.faults or LEDGER.bad_inputs:
+        terminalreporter.write_line(summary_line(LEDGER))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Under pytest-xdist a worker's summary is not shown: hand the figures to the controller
+    # (tests/conftest.py merges and prints them).
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and (LEDGER.faults or LEDGER.bad_inputs):
+        workeroutput[LEDGER_KEY] = {
+            **{k: v for k, v in vars(LEDGER).items() if not isinstance(v, set)},
+            "faults": sorted(LEDGER.faults),
+            "bad_inputs": sorted(LEDGER.bad_inputs),
+        }
 
 
 @dataclass
