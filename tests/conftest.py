@@ -18,7 +18,7 @@ SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
         group = "shared_dagster_dev" if module in SHARED_DAGSTER_DEV else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
 
