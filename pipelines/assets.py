@@ -29,7 +29,12 @@ from connectors.contact_center.errors import (
 )
 from models.tables import TABLES
 from pipelines.partitions import partition_window
-from pipelines.resources import ContactCenterResource, WarehouseResource, utc_now
+from pipelines.resources import (
+    ContactCenterResource,
+    WarehouseResource,
+    config_failure,
+    utc_now,
+)
 from warehouse import snapshots
 from warehouse.lake import LakeSourceConflict
 from warehouse.normalize import decode_page, normalize
@@ -116,15 +121,6 @@ def api_failure(exc: ContactCenterError, *, partition: str | None) -> dg.Failure
             "fatal": fatal,
         },
         allow_retries=not fatal,
-    )
-
-
-def source_conflict(exc: LakeSourceConflict) -> dg.Failure:
-    """A mixed lake is a configuration error: fail once, never retry, write nothing."""
-    return dg.Failure(
-        description=str(exc),
-        metadata={"error_class": "LakeSourceConflict", "fatal": True},
-        allow_retries=False,
     )
 
 
@@ -297,7 +293,7 @@ def build_cdr_assets(
         except ContactCenterError as exc:
             raise api_failure(exc, partition=partition) from exc
         except LakeSourceConflict as exc:
-            raise source_conflict(exc) from None
+            raise config_failure(str(exc), "LakeSourceConflict") from None
         seconds = time.perf_counter() - begun
         warehouse.refresh_warehouse()
         preview = markdown_preview(stats.preview) if stats.preview is not None else "_(empty)_"
@@ -569,10 +565,11 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
     ) -> Iterator[dg.MaterializeResult[Any]]:
         """Read the resource(s) now and replace today's (UTC) snapshot partition."""
         source_id = contact_center.source_id  # fails at once when no source is configured
+        lake = warehouse.lake()
         try:
-            warehouse.lake().check_source(source_id)  # before any API call: refuse early
+            lake.check_source(source_id)  # before any API call: refuse early
         except LakeSourceConflict as exc:
-            raise source_conflict(exc) from None
+            raise config_failure(str(exc), "LakeSourceConflict") from None
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
@@ -582,7 +579,6 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         frames = build_snapshot_frames(source.name, fetched, taken_at)
         seconds = time.perf_counter() - begun
         key = f"snapshot_date={taken_at.date().isoformat()}"
-        lake = warehouse.lake()
         for table in source.tables:
             lake.write(table, key, frames[table], source=source_id)
         warehouse.refresh_warehouse()

@@ -251,9 +251,10 @@ def cmd_ingest(
         wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)
     except dg.Failure as exc:
         raise CliError(exc.description or "invalid Contact Center API settings") from None
-    lake_source = warehouse.lake().source()
-    if lake_source is not None and lake_source != wanted:
-        raise CliError(str(LakeSourceConflict.between(wanted, lake_source, warehouse.lake().uri)))
+    try:
+        warehouse.lake().check_source(wanted)
+    except LakeSourceConflict as exc:
+        raise CliError(str(exc)) from None
     defs = build_defs(
         contact_center=contact_center,
         warehouse=warehouse,

@@ -60,11 +60,12 @@ def source_problem(base_url: str | None, api_key: str | None) -> str | None:
     return None
 
 
-def source_not_configured(message: str) -> dg.Failure:
-    """Fails the step at once: no retry can make a missing setting appear."""
+def config_failure(message: str, error_class: str = SOURCE_NOT_CONFIGURED) -> dg.Failure:
+    """Fails the step at once: no retry can fix the configuration (a missing setting, a lake
+    of another source)."""
     return dg.Failure(
         description=message,
-        metadata={"error_class": SOURCE_NOT_CONFIGURED, "fatal": True},
+        metadata={"error_class": error_class, "fatal": True},
         allow_retries=False,
     )
 
@@ -140,7 +141,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def settings(self) -> ClientSettings:
         problem = source_problem(self.base_url, self.api_key)
         if problem is not None:
-            raise source_not_configured(problem)
+            raise config_failure(problem)
         if self.uses_sandbox:
             from connectors.sandbox.config import DEFAULT_API_KEY
 

@@ -33,7 +33,7 @@ import duckdb
 import polars as pl
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
-from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
+from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, is_local_uri
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
@@ -374,6 +374,6 @@ def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnect
         raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
     con = duckdb.connect(str(path), read_only=read_only)
     uri = warehouse_lake_uri(con)
-    if uri is not None and not Lake.is_local_uri(uri):
+    if uri is not None and not is_local_uri(uri):
         register_lake(con, Lake(uri))
     return con

@@ -146,21 +146,13 @@ class LocalStore:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def list_files(self, table: str) -> dict[str, float]:
-        """`key -> mtime` of every published partition of a table."""
-        out: dict[str, float] = {}
-        for path in (self.root / table).glob(f"*=*/{PART_FILE}"):
-            with contextlib.suppress(FileNotFoundError):
-                out[path.parent.name] = path.stat().st_mtime
-        return out
-
-    def list_all(self) -> dict[str, dict[str, float]]:
-        """`table -> key -> mtime` of every published partition."""
+    def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
+        """`table -> key -> mtime` of every published partition (of one table, if given)."""
         out: dict[str, dict[str, float]] = {}
-        for path in self.root.glob(f"*/*=*/{PART_FILE}"):
+        for path in self.root.glob(f"{table or '*'}/*=*/{PART_FILE}"):
             with contextlib.suppress(FileNotFoundError):
-                table = out.setdefault(path.parent.parent.name, {})
-                table[path.parent.name] = path.stat().st_mtime
+                keys = out.setdefault(path.parent.parent.name, {})
+                keys[path.parent.name] = path.stat().st_mtime
         return out
 
     def spool_dir(self) -> Path:
@@ -250,23 +242,11 @@ class ObjectStore:
         if not self.exists(rel):
             self.fs.pipe_file(self._p(rel), data)
 
-    def list_files(self, table: str) -> dict[str, float]:
-        out: dict[str, float] = {}
-        prefix = self._p(table)
-        try:
-            found = self.fs.find(prefix, detail=True)
-        except FileNotFoundError:
-            return out
-        for name, info in found.items():
-            parts = name[len(prefix) + 1 :].split("/")
-            if len(parts) == 2 and parts[1] == PART_FILE and "=" in parts[0]:
-                out[parts[0]] = _info_stamp(info)
-        return out
-
-    def list_all(self) -> dict[str, dict[str, float]]:
+    def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
+        """One listing (of the whole lake, or of one table's prefix)."""
         out: dict[str, dict[str, float]] = {}
         try:
-            found = self.fs.find(self.path, detail=True)
+            found = self.fs.find(self._p(table) if table else self.path, detail=True)
         except FileNotFoundError:
             return out
         for name, info in found.items():
@@ -398,8 +378,6 @@ class Lake:
 
     def __repr__(self) -> str:
         return f"Lake({self.uri!r})"
-
-    is_local_uri = staticmethod(is_local_uri)
 
     @property
     def is_local(self) -> bool:
@@ -582,9 +560,8 @@ class Lake:
 
     def stamps(self, table: str) -> dict[str, float]:
         """`key -> modification time` of every partition of a table (one listing)."""
-        if self._listing is not None:
-            return dict(self._listing.get(table, {}))
-        return self.store.list_files(table)
+        listing = self._listing if self._listing is not None else self.store.list_all(table)
+        return dict(listing.get(table, {}))
 
     @contextlib.contextmanager
     def cached_listing(self) -> Iterator[None]:
