@@ -35,7 +35,7 @@ from pipelines.assets import CDR_GROUP
 from pipelines.schedules import NIGHTLY_CRON
 from tests.deploy._services import DEPLOY_YAML, MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
-from tests.pipelines._dagster_dev import DagsterDev, run_dagster_dev
+from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, run_dagster_dev
 from warehouse.duck import build_warehouse, connect, view_name
 
 # Generous: a backfill's runs (one subprocess per step) took ~2 min on an idle 2-core machine
@@ -325,19 +325,6 @@ def prod_dev(
 
 CDR_ASSETS = """
 { assetNodes { assetKey { path } groupName } }
-"""
-
-LAUNCH_BACKFILL = """
-mutation Launch($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message stack }
-    ... on PartitionKeysNotFoundError { message }
-    ... on InvalidSubsetError { message }
-    ... on UnauthorizedError { message }
-  }
-}
 """
 
 

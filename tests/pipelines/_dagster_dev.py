@@ -45,6 +45,20 @@ SMALL_ENV = {
 BACKFILL_DONE = frozenset({"COMPLETED", "COMPLETED_SUCCESS"})
 BACKFILL_FAILED = frozenset({"FAILED", "COMPLETED_FAILED", "CANCELED"})
 
+# What the UI's partitions dialog (and an automation script) sends to start a backfill.
+LAUNCH_BACKFILL = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+    ... on PartitionKeysNotFoundError { message }
+    ... on InvalidSubsetError { message }
+    ... on UnauthorizedError { message }
+  }
+}
+"""
+
 BACKFILL_STATUS_QUERY = """
 query BackfillStatus($id: String!) {
   partitionBackfillOrError(backfillId: $id) {

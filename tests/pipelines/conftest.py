@@ -92,3 +92,28 @@ def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.Dat
     frame = frame.drop([c for c in drop if c in frame.columns])
     keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
     return frame.sort(keys, nulls_last=True) if frame.height else frame
+
+
+def evaluate_failure_sensor(
+    instance: dg.DagsterInstance, run_id: str, defs: dg.Definitions, data_dir: Path
+) -> None:
+    """Evaluate the run-failure sensor on one failed run, as the daemon would."""
+    from pipelines.sensors import failure_summary_sensor
+
+    run = instance.get_run_by_id(run_id)
+    assert run is not None
+    failure_event = next(
+        record.event_log_entry.dagster_event
+        for record in instance.get_records_for_run(run_id).records
+        if record.event_log_entry.dagster_event is not None
+        and record.event_log_entry.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE
+    )
+    context = dg.build_run_status_sensor_context(
+        sensor_name="failure_summary_sensor",
+        dagster_event=failure_event,
+        dagster_instance=instance,
+        dagster_run=run,
+        resources={"warehouse": WarehouseResource(data_dir=str(data_dir))},
+        repository_def=defs.get_repository_def(),
+    ).for_run_failure()
+    failure_summary_sensor(context)

@@ -14,8 +14,14 @@ from pipelines.assets import api_retry_policy
 from pipelines.cli import run_ingest
 from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from pipelines.sensors import failure_summary_sensor
-from tests.pipelines.conftest import FIRST_DAY, SEED, TODAY, ServedSandbox, read_table
+from tests.pipelines.conftest import (
+    FIRST_DAY,
+    SEED,
+    TODAY,
+    ServedSandbox,
+    evaluate_failure_sensor,
+    read_table,
+)
 
 DAY = TODAY - timedelta(days=5)
 CDRS_PATH = "/api/v4/reporting/cdrs"
@@ -76,7 +82,7 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
         assert step["error_class"] == "ServerError"
         assert step["endpoint"].endswith(CDRS_PATH)
         summaries[0].unlink()
-        _evaluate_failure_sensor(instance, defs, tmp_path)
+        evaluate_failure_sensor(instance, summary["run_id"], defs, tmp_path)
         sensor_summary = json.loads(
             (tmp_path / "failures" / f"{summary['run_id']}.json").read_text()
         )
@@ -98,26 +104,6 @@ def _window(day):
     from pipelines.partitions import partition_window
 
     return partition_window(day.isoformat())
-
-
-def _evaluate_failure_sensor(instance: dg.DagsterInstance, defs: dg.Definitions, data_dir) -> None:
-    runs = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
-    run = runs[0]
-    failure_event = next(
-        record.event_log_entry.dagster_event
-        for record in instance.get_records_for_run(run.run_id).records
-        if record.event_log_entry.dagster_event is not None
-        and record.event_log_entry.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE
-    )
-    context = dg.build_run_status_sensor_context(
-        sensor_name="failure_summary_sensor",
-        dagster_event=failure_event,
-        dagster_instance=instance,
-        dagster_run=run,
-        resources={"warehouse": WarehouseResource(data_dir=str(data_dir))},
-        repository_def=defs.get_repository_def(),
-    ).for_run_failure()
-    failure_summary_sensor(context)
 
 
 def test_row_count_check_blocks_on_a_wrong_api_total(clean_faults: ServedSandbox, tmp_path) -> None:

@@ -10,20 +10,12 @@ from __future__ import annotations
 import pytest
 
 from pipelines.assets import RAW_CDRS, ROW_COUNT_CHECK
-from tests.pipelines._dagster_dev import PARTITION_KEYS, DagsterDev, shared_dagster_dev
-
-LAUNCH = """
-mutation Launch($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message stack }
-    ... on PartitionKeysNotFoundError { message }
-    ... on InvalidSubsetError { message }
-    ... on UnauthorizedError { message }
-  }
-}
-"""
+from tests.pipelines._dagster_dev import (
+    LAUNCH_BACKFILL,
+    PARTITION_KEYS,
+    DagsterDev,
+    shared_dagster_dev,
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +29,7 @@ def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDe
     # The newest two days of raw CDRs, as a nightly catch-up script would ask for them.
     partitions = list(PARTITION_KEYS[-2:])
     result = dagster_dev.graphql(
-        LAUNCH,
+        LAUNCH_BACKFILL,
         {
             "params": {
                 "assetSelection": [{"path": [RAW_CDRS]}],

@@ -26,10 +26,8 @@ from pipelines.resources import (
     NOT_CONFIGURED_MESSAGE,
     SOURCE_NOT_CONFIGURED,
     ContactCenterResource,
-    WarehouseResource,
 )
-from pipelines.sensors import failure_summary_sensor
-from tests.pipelines.conftest import TODAY
+from tests.pipelines.conftest import TODAY, evaluate_failure_sensor
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DAY = TODAY - timedelta(days=2)
@@ -126,28 +124,6 @@ def test_code_location_without_a_source_validates(tmp_path) -> None:
     assert not (tmp_path / "data").exists()
 
 
-def _evaluate_failure_sensor(
-    instance: dg.DagsterInstance, run_id: str, defs: dg.Definitions, data_dir: Path
-) -> None:
-    run = instance.get_run_by_id(run_id)
-    assert run is not None
-    failure_event = next(
-        record.event_log_entry.dagster_event
-        for record in instance.get_records_for_run(run_id).records
-        if record.event_log_entry.dagster_event is not None
-        and record.event_log_entry.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE
-    )
-    context = dg.build_run_status_sensor_context(
-        sensor_name="failure_summary_sensor",
-        dagster_event=failure_event,
-        dagster_instance=instance,
-        dagster_run=run,
-        resources={"warehouse": WarehouseResource(data_dir=str(data_dir))},
-        repository_def=defs.get_repository_def(),
-    ).for_run_failure()
-    failure_summary_sensor(context)
-
-
 @pytest.mark.parametrize(
     ("job_name", "partition"), [(CDR_JOB, DAY.isoformat()), (SNAPSHOT_JOB, None)]
 )
@@ -187,7 +163,7 @@ def test_jobs_without_a_source_fail_at_once_and_write_nothing(
         assert retries == []
         assert not result.get_asset_materialization_events()
         # The run-failure sensor only logs this error class: no failures/<run_id>.json.
-        _evaluate_failure_sensor(instance, result.run_id, defs, data_dir)
+        evaluate_failure_sensor(instance, result.run_id, defs, data_dir)
     assert _entries(data_dir) == []
     assert _entries(tmp_path) == []
 
