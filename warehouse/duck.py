@@ -26,7 +26,7 @@ import contextlib
 import os
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import duckdb
@@ -42,6 +42,14 @@ LAKE_INFO_VIEW = "lake_info"
 LISTING_CACHE_S = 30.0
 BUILD_ATTEMPTS = 3
 LAKE_PARTITIONS_VIEW = "lake_partitions"
+LAKE_PARTITIONS = (
+    ("table_name", "VARCHAR"),
+    ("partition_key", "VARCHAR"),
+    ("source", "VARCHAR"),
+    ("written_at", "TIMESTAMPTZ"),
+    ("num_rows", "BIGINT"),
+    ("file", "VARCHAR"),
+)
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
 # Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
@@ -86,10 +94,14 @@ def view_name(spec: TableSpec) -> str:
     return spec.name
 
 
-def _empty_sql(spec: TableSpec) -> str:
-    """An empty view with the spec's types keeps queries valid while a table has no files."""
-    nulls = ", ".join(f"CAST(NULL AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns)
+def _empty_select(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty view of typed columns keeps queries valid while a table has no files."""
+    nulls = ", ".join(f"CAST(NULL AS {ctype}) AS {_q(name)}" for name, ctype in columns)
     return f"SELECT {nulls} WHERE false"
+
+
+def _empty_sql(spec: TableSpec) -> str:
+    return _empty_select([(c.name, duck_type(c.dtype)) for c in spec.columns])
 
 
 def _base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
@@ -199,10 +211,7 @@ def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     has_files = any(lake.partitions(spec.name) for spec in ALL_TABLES)
     if not has_files:
         con.execute(
-            f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS SELECT "
-            "CAST(NULL AS VARCHAR) AS table_name, CAST(NULL AS VARCHAR) AS partition_key, "
-            "CAST(NULL AS VARCHAR) AS source, CAST(NULL AS TIMESTAMPTZ) AS written_at, "
-            "CAST(NULL AS BIGINT) AS num_rows, CAST(NULL AS VARCHAR) AS file WHERE false"
+            f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS {_empty_select(LAKE_PARTITIONS)}"
         )
         return
     files = _lit(lake.files_glob())
