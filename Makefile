@@ -58,5 +58,11 @@ test: install browser services lint
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
 
+# The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra.
+.PHONY: bench
+bench: install
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m bench.peers
+
 clean:
 	rm -rf $(VENV) $(DAGSTER_HOME_DIR) .pytest_cache .mypy_cache .ruff_cache
