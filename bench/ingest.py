@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import multiprocessing as mp
@@ -396,6 +397,74 @@ def _targets(
                 f"WARNING {r.label}: warehouse has {r.warehouse_rows:,} rows, ingest said {r.rows:,}"
             )
     return out
+
+
+# --------------------------------------------------------------------------- measured processes
+
+
+@dataclass
+class Measured:
+    """One child process: wall, CPU (its rusage, incl. the children it reaped), peak RSS."""
+
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float  # the child's own VmHWM (not ru_maxrss: see _hwm_mb)
+    tree_peak_mb: float  # sampled peak of the summed VmRSS of the child and its descendants
+    descendants: int  # how many descendant processes were seen
+    output: str
+    returncode: int
+
+
+def measure_process(
+    cmd: Sequence[str], env: dict[str, str], cwd: str | Path | None = None, interval: float = 0.2
+) -> Measured:
+    """Run `cmd` to completion; stdout+stderr are captured, never raised on a failure."""
+    import psutil  # type: ignore[import-untyped]
+
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        list(cmd), env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    peaks: list[float] = []
+    tree: list[float] = [0.0]
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def watch() -> None:  # until the child is reaped (no poll(): wait4 below reaps it)
+        while not done.is_set():
+            if (hwm := _hwm_mb(proc.pid)) is not None:
+                peaks.append(hwm)
+            try:
+                me = psutil.Process(proc.pid)
+                kids = me.children(recursive=True)
+                seen.update(k.pid for k in kids)
+                total = 0
+                for p in [me, *kids]:
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+                tree.append(total / 2**20)
+            except psutil.Error:
+                pass
+            done.wait(interval)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert proc.stdout is not None
+    output = proc.stdout.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
+    done.set()
+    watcher.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=max(peaks) if peaks else usage.ru_maxrss / 1024,
+        tree_peak_mb=max(tree),
+        descendants=len(seen),
+        output=output,
+        returncode=proc.returncode,
+    )
 
 
 # --------------------------------------------------------------------------- main

@@ -1,0 +1,332 @@
+"""Side-by-side bench: dlt's `rest_api` source and `cdrhouse ingest` on the same CDR days.
+
+    python -m bench.peers [--days 3] [--cdrs-per-day 200000] [--json out.json]
+
+Needs the `bench` extra (`pip install -e '.[dev,bench]'`, or `make bench`).
+
+What runs where (the machine has 2 cores, so who burns CPU where matters):
+
+* the **sandbox** is `python -m connectors.sandbox.serve` in its own process on loopback, with
+  no faults, warmed (every day generated) before anything is timed (bench.ingest.ServedSandbox);
+* **dlt** runs in its own subprocess (`python -m bench.peers --dlt-child ...`) the way a
+  competent user would set it up: one `rest_api` resource on `/api/v4/reporting/cdrs` with the
+  `started_at[gte]`/`started_at[lt]` filters, `limit=1000`, the cursor paginator
+  (`metadata.next_cursor` -> `cursor`), bearer auth, `write_disposition="merge"`,
+  `primary_key="id"`, `loader_file_format="parquet"`, destination duckdb; its pipelines dir,
+  working dir and database are in a temp dir (no `.dlt/` config of this repo is read);
+* **cdrhouse** is `cdrhouse ingest --start --end --no-snapshots` as a subprocess with
+  `CC_API_BASE_URL=http://127.0.0.1:<port>`, the sandbox key, a fresh `CDRHOUSE_DATA_DIR` and
+  no `DAGSTER_HOME` (an ephemeral instance). `--no-snapshots`: dlt loads CDRs only, and both
+  must do the same work.
+
+Each is measured as a child of this process: wall time, CPU time (the child's rusage from
+wait4, including any children it reaped), peak RSS as the child's own VmHWM (`ru_maxrss` can
+carry a parent's high-water mark across fork + exec) and the sampled peak of the whole process
+tree. Afterwards both databases are opened and the distinct CDR ids compared, id by id: a bench
+that compares different work is worthless, so a mismatch fails the run (exit code 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+DLT_PIPELINE = "cdrs_peer"
+DLT_DATASET = "contact_center"
+DLT_DATABASE = "dlt.duckdb"
+TARGET_RATIO = 10.0  # issue 13: cdrhouse >= 10x faster than dlt in wall time
+TARGET_RSS_MB = 400.0  # issue 13: cdrhouse ingest's peak RSS
+
+
+@dataclass
+class PeerResult:
+    loader: str
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    tree_peak_mb: float
+    descendants: int
+    sandbox_cpu_s: float
+    rows: int = 0
+    distinct_ids: int = 0
+    steps: dict[str, float] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- dlt (child side)
+
+
+def dlt_config(base_url: str, api_key: str, start: date, end: date) -> dict[str, Any]:
+    """dlt's `rest_api` configuration for the CDR endpoint over `[start, end)`."""
+    return {
+        "client": {
+            "base_url": f"{base_url}/api/v4/",
+            "auth": {"type": "bearer", "token": api_key},
+            "paginator": {
+                "type": "cursor",
+                "cursor_path": "metadata.next_cursor",
+                "cursor_param": "cursor",
+            },
+        },
+        "resources": [
+            {
+                "name": "cdrs",
+                "primary_key": "id",
+                "write_disposition": "merge",
+                "endpoint": {
+                    "path": "reporting/cdrs",
+                    "data_selector": "cdrs",
+                    "params": {
+                        "limit": 1000,  # the spec's maximum
+                        "started_at[gte]": f"{start.isoformat()}T00:00:00Z",
+                        "started_at[lt]": f"{end.isoformat()}T00:00:00Z",
+                    },
+                },
+            }
+        ],
+    }
+
+
+def dlt_child(base_url: str, api_key: str, start: date, end: date, workdir: Path) -> int:
+    """Load the days with dlt; print dlt's own step timings as the last line (JSON)."""
+    import dlt
+    from dlt.sources.rest_api import rest_api_source
+
+    source = rest_api_source(dlt_config(base_url, api_key, start, end))  # type: ignore[arg-type]
+    pipeline = dlt.pipeline(
+        pipeline_name=DLT_PIPELINE,
+        destination=dlt.destinations.duckdb(str(workdir / DLT_DATABASE)),
+        dataset_name=DLT_DATASET,
+        pipelines_dir=str(workdir / "pipelines"),
+    )
+    pipeline.run(source, loader_file_format="parquet")
+    trace = pipeline.last_trace
+    steps = {
+        s.step: (s.finished_at - s.started_at).total_seconds()
+        for s in trace.steps
+        if s.finished_at is not None
+    }
+    print(json.dumps({"steps": steps}), flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def _clean_env() -> dict[str, str]:
+    """This process's environment without anything that would point a loader elsewhere."""
+    drop = ("CC_", "CDRHOUSE_", "DAGSTER_HOME", "DLT_", "RUNTIME__", "DESTINATION__", "SOURCES__")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def run_dlt(sb: Any, key: str, start: date, end: date, workdir: Path) -> PeerResult:
+    from bench.ingest import measure_process
+
+    env = _clean_env() | {"RUNTIME__DLTHUB_TELEMETRY": "false", "RUNTIME__LOG_LEVEL": "WARNING"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parent.parent), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    cmd = [
+        sys.executable, "-m", "bench.peers", "--dlt-child", "--base-url", sb.base_url,
+        "--api-key", key, "--start", start.isoformat(), "--end", end.isoformat(),
+        "--workdir", str(workdir),
+    ]  # fmt: skip
+    sb_cpu0 = sb.cpu_s()
+    m = measure_process(cmd, env, cwd=workdir)
+    if m.returncode != 0:
+        raise RuntimeError(f"dlt failed ({m.returncode}):\n{m.output[-4000:]}")
+    last = m.output.strip().splitlines()[-1]
+    steps = json.loads(last).get("steps", {})
+    return PeerResult(
+        loader="dlt 1.31 rest_api",
+        wall_s=m.wall_s,
+        cpu_s=m.cpu_s,
+        peak_rss_mb=m.peak_rss_mb,
+        tree_peak_mb=m.tree_peak_mb,
+        descendants=m.descendants,
+        sandbox_cpu_s=sb.cpu_s() - sb_cpu0,
+        steps={k: round(v, 2) for k, v in steps.items()},
+    )
+
+
+def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
+    from bench.ingest import measure_process
+
+    env = _clean_env() | {
+        "CC_API_BASE_URL": sb.base_url,
+        "CC_API_KEY": key,
+        "CDRHOUSE_DATA_DIR": str(data_dir),
+    }
+    exe = shutil.which("cdrhouse", path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", "pipelines.cli"]
+    cmd += ["ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"]
+    sb_cpu0 = sb.cpu_s()
+    m = measure_process(cmd, env, cwd=data_dir)
+    if m.returncode != 0:
+        raise RuntimeError(f"cdrhouse ingest failed ({m.returncode}):\n{m.output[-4000:]}")
+    steps: dict[str, float] = {}
+    for line in m.output.splitlines():  # "ok   2026-11-19   raw_cdrs=…  checks 7/7 passed  1.1s"
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == "ok" and parts[-1].endswith("s"):
+            try:
+                steps[f"run {parts[1]}"] = float(parts[-1][:-1])
+            except ValueError:
+                continue
+    return PeerResult(
+        loader="cdrhouse ingest",
+        wall_s=m.wall_s,
+        cpu_s=m.cpu_s,
+        peak_rss_mb=m.peak_rss_mb,
+        tree_peak_mb=m.tree_peak_mb,
+        descendants=m.descendants,
+        sandbox_cpu_s=sb.cpu_s() - sb_cpu0,
+        steps=steps,
+    )
+
+
+def compare_ids(cdrhouse_db: Path, dlt_db: Path) -> dict[str, int]:
+    """Rows and distinct ids of each, and the ids only one of them has."""
+    import duckdb
+
+    with duckdb.connect(str(cdrhouse_db), read_only=True) as con:
+        con.execute(f"ATTACH '{dlt_db}' AS peer (READ_ONLY)")
+        ours = "(SELECT CAST(id AS VARCHAR) AS id FROM cdrs)"
+        theirs = f"(SELECT CAST(id AS VARCHAR) AS id FROM peer.{DLT_DATASET}.cdrs)"
+        row = con.execute(
+            f"SELECT (SELECT count(*) FROM {ours}), (SELECT count(DISTINCT id) FROM {ours}), "
+            f"(SELECT count(*) FROM {theirs}), (SELECT count(DISTINCT id) FROM {theirs}), "
+            f"(SELECT count(*) FROM (SELECT id FROM {ours} EXCEPT SELECT id FROM {theirs})), "
+            f"(SELECT count(*) FROM (SELECT id FROM {theirs} EXCEPT SELECT id FROM {ours}))"
+        ).fetchone()
+    assert row is not None
+    names = ["cdrhouse_rows", "cdrhouse_ids", "dlt_rows", "dlt_ids", "only_cdrhouse", "only_dlt"]
+    return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list[str]:
+    head = (
+        f"{'loader':<18} {'rows':>9} {'distinct ids':>12} {'wall s':>8} {'CPU s':>8} "
+        f"{'rows/s':>8} {'peak RSS MB':>11} {'tree MB':>8} {'sbx CPU s':>9}"
+    )
+    lines = [header, head, "-" * len(head)]
+    for r in results:
+        lines.append(
+            f"{r.loader:<18} {r.rows:>9,} {r.distinct_ids:>12,} {r.wall_s:>8.2f} {r.cpu_s:>8.2f} "
+            f"{r.rows / r.wall_s:>8,.0f} {r.peak_rss_mb:>11.0f} {r.tree_peak_mb:>8.0f} "
+            f"{r.sandbox_cpu_s:>9.2f}"
+        )
+    for r in results:
+        if r.steps:
+            steps = ", ".join(f"{k} {v:.2f}s" for k, v in r.steps.items())
+            lines.append(f"  {r.loader} steps: {steps}")
+        if r.descendants:
+            lines.append(f"  {r.loader} started {r.descendants} descendant process(es)")
+    by = {r.loader.split()[0]: r for r in results}
+    if "dlt" in by and "cdrhouse" in by:
+        dlt, ours = by["dlt"], by["cdrhouse"]
+        ratio = dlt.wall_s / ours.wall_s
+        lines.append(
+            f"ratio dlt wall / cdrhouse wall: {ratio:.2f}x (CPU {dlt.cpu_s / ours.cpu_s:.2f}x) "
+            f"-> target >= {TARGET_RATIO:.0f}x: {'MET' if ratio >= TARGET_RATIO else 'MISSED'}"
+        )
+        lines.append(
+            f"cdrhouse peak RSS {ours.peak_rss_mb:.0f} MB -> target <= {TARGET_RSS_MB:.0f} MB: "
+            f"{'MET' if ours.peak_rss_mb <= TARGET_RSS_MB else 'MISSED'}"
+        )
+        same = ids["cdrhouse_ids"] == ids["dlt_ids"] and not ids["only_cdrhouse"]
+        same = same and not ids["only_dlt"]
+        lines.append(
+            f"same work: {ids['cdrhouse_ids']:,} vs {ids['dlt_ids']:,} distinct ids, "
+            f"{ids['only_cdrhouse']:,} only in cdrhouse, {ids['only_dlt']:,} only in dlt -> "
+            f"{'OK' if same else 'MISMATCH: the two loaders did not load the same CDRs'}"
+        )
+    return lines
+
+
+def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any]:
+    from bench.ingest import KEY, ServedSandbox
+
+    today = datetime.now(UTC).date()
+    # Whole past days, at least two back, so every CDR of them is visible (ended) already.
+    first = today - timedelta(days=days + 2)
+    wanted = [first + timedelta(days=i) for i in range(days)]
+    end = first + timedelta(days=days)
+    root = Path(tempfile.mkdtemp(prefix="cdrhouse-peers-", dir=keep))
+    sb = ServedSandbox(first, days + 1, cdrs_per_day)
+    try:
+        warm = sb.warm(wanted)
+        print(
+            f"sandbox {sb.base_url}: warmed {days} day(s) of {cdrs_per_day:,} CDRs "
+            f"[{first}, {end}) in {warm:.1f}s",
+            flush=True,
+        )
+        dlt_dir, ours_dir = root / "dlt", root / "cdrhouse"
+        dlt_dir.mkdir()
+        ours_dir.mkdir()
+        dlt = run_dlt(sb, KEY, first, end, dlt_dir)
+        print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
+        ours = run_cdrhouse(sb, KEY, first, end, ours_dir)
+        print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
+    finally:
+        sb.close()
+    ids = compare_ids(ours_dir / "warehouse.duckdb", dlt_dir / DLT_DATABASE)
+    dlt.rows, dlt.distinct_ids = ids["dlt_rows"], ids["dlt_ids"]
+    ours.rows, ours.distinct_ids = ids["cdrhouse_rows"], ids["cdrhouse_ids"]
+    load = os.getloadavg()
+    header = (
+        f"\npeers: {days} day(s) x {cdrs_per_day:,} CDRs, zero latency; load average at the end "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min, 2 cores)"
+    )
+    lines = _report([dlt, ours], ids, header)
+    print("\n".join(lines), flush=True)
+    if keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"kept {root}")
+    same = not ids["only_cdrhouse"] and not ids["only_dlt"]
+    return {
+        "days": days,
+        "cdrs_per_day": cdrs_per_day,
+        "range": [first.isoformat(), end.isoformat()],
+        "results": [asdict(dlt), asdict(ours)],
+        "ratio_wall": dlt.wall_s / ours.wall_s,
+        "ids": ids,
+        "same_work": same and ids["cdrhouse_ids"] == ids["dlt_ids"],
+        "load_avg": list(load),
+        "report": lines,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.peers", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--cdrs-per-day", type=int, default=200_000)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--keep", type=Path, default=None, help="keep both databases under here")
+    # The dlt subprocess (internal).
+    parser.add_argument("--dlt-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--api-key", help=argparse.SUPPRESS)
+    parser.add_argument("--start", type=date.fromisoformat, help=argparse.SUPPRESS)
+    parser.add_argument("--end", type=date.fromisoformat, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.dlt_child:
+        return dlt_child(args.base_url, args.api_key, args.start, args.end, args.workdir)
+    summary = run(args.days, args.cdrs_per_day, args.keep)
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0 if summary["same_work"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
