@@ -495,15 +495,36 @@ def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec) -> pl.DataFrame:
     return ok.select([*common, *specific, *tail]).filter(keep).cast(spec.polars_schema())
 
 
+def decode_page_typed(body: bytes) -> pl.DataFrame:
+    """One page -> its `raw_cdrs` rows plus each record decoded once into typed columns.
+
+    The `raw_cdrs` columns keep every record's exact bytes (so a day can be normalized again
+    from the lake, and nothing the spec does not know is lost); `r` is the record as a struct of
+    the spec's fields, `struct_reason` says why a record could not be decoded into it. This is
+    the one JSON decode of a record on the fetch path: `normalize_decoded` only projects."""
+    return with_decoded(decode_page(body))
+
+
+def with_decoded(raw: pl.DataFrame) -> pl.DataFrame:
+    """`raw_cdrs` rows plus `r` and `struct_reason` (see `decode_page_typed`)."""
+    decoded, struct_reason = _decode_records(raw["record"])
+    return raw.with_columns(r=decoded, struct_reason=struct_reason)
+
+
 def normalize(raw: pl.DataFrame) -> NormalizedTables:
-    """`raw_cdrs` rows (any number of pages) -> typed, deduplicated tables."""
+    """`raw_cdrs` rows (any number of pages, e.g. a day read back from the lake) -> typed,
+    deduplicated tables."""
+    return normalize_decoded(with_decoded(raw))
+
+
+def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
+    """Rows of `decode_page_typed` (any number of pages) -> typed, deduplicated tables."""
     # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined).
     with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
     raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
-    decoded, struct_reason = _decode_records(raw["record"])
     extra, data_extra = _extras(raw["record"], raw["type"])
-    df = raw.select("record", "started_at_raw").with_columns(
-        r=decoded, struct_reason=struct_reason, extra=extra, data_extra=data_extra
+    df = raw.select("record", "started_at_raw", "r", "struct_reason").with_columns(
+        extra=extra, data_extra=data_extra
     )
     top = pl.col("r").struct
     user = top.field("user").struct
