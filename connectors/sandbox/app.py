@@ -16,10 +16,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from connectors.sandbox import cdrquery, routes_writes
+from connectors.sandbox import cdrquery, messaging, routes_writes
 from connectors.sandbox.faults import ASGIApp, FaultConfig, FaultMiddleware, Receive, Scope, Send
 from connectors.sandbox.http import (
     ApiError,
+    authenticated,
+    check_query,
     error_response,
     fail,
     get_sandbox,
@@ -39,10 +41,30 @@ Json = dict[str, Any]
 READ_ROUTES: list[tuple[str, str, str, str, str, Handler]] = []
 
 
-def _read(path: str, scope: str, tag: str, summary: str) -> Callable[[Handler], Handler]:
+PAGING: frozenset[str] = frozenset({"limit", "offset"})
+NO_QUERY: frozenset[str] = frozenset()
+USER_FILTERS: frozenset[str] = PAGING | {
+    "name",
+    "email",
+    "sip_account",
+    "security_access_group_id",
+    "extension",
+    "caller_id",
+    "timezone",
+}
+
+
+def _read(
+    path: str, scope: str, tag: str, summary: str, query: frozenset[str] | None = None
+) -> Callable[[Handler], Handler]:
+    """Register a GET route: scope first, then the query parameters it takes (others: 422).
+    By default a list path takes limit and offset, a detail path (ending in an id) nothing."""
+    allowed = query if query is not None else (NO_QUERY if path.endswith("}") else PAGING)
+
     def register(fn: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
             require_scope(request, scope)
+            check_query(request, allowed)
             return await fn(request)
 
         READ_ROUTES.append(("GET", path, scope, tag, summary, guarded))
@@ -104,13 +126,19 @@ def _filter_users(request: Request, users: list[Json], *, extension: bool) -> li
     return out
 
 
-@_read("/api/v4/users", "users.read", "Users", "List users")
+@_read("/api/v4/users", "users.read", "Users", "List users", USER_FILTERS)
 async def users_list(request: Request) -> Response:
     users = _filter_users(request, _sbx(request).dataset.users, extension=True)
     return paginate(request, "users", users)
 
 
-@_read("/api/v4/users/deleted", "users.read", "Users", "List deleted users")
+@_read(
+    "/api/v4/users/deleted",
+    "users.read",
+    "Users",
+    "List deleted users",
+    USER_FILTERS - {"extension"},
+)
 async def users_deleted(request: Request) -> Response:
     users = _filter_users(request, _sbx(request).dataset.deleted_users, extension=False)
     return paginate(request, "users", users)
@@ -297,7 +325,7 @@ async def numbers_one(request: Request) -> Response:
     return _one("number", _sbx(request).dataset.numbers, lambda n: n["id"] == number_id)
 
 
-@_read("/api/v4/billing/balance", "billing.balance.read", "Billing", "Account balance")
+@_read("/api/v4/billing/balance", "billing.balance.read", "Billing", "Account balance", NO_QUERY)
 async def balance(request: Request) -> Response:
     state = _sbx(request).state
     with state.lock:
@@ -338,15 +366,10 @@ async def conversation_messages(request: Request) -> Response:
 )
 async def conversation_one(request: Request) -> Response:
     conv_id, msgs = _conversation(request)
-    conv = {
-        "id": conv_id,
-        "channel": "whatsapp",
-        "status": "open" if msgs and msgs[-1]["direction"] == "inbound" else "closed",
-        "messages_count": len(msgs),
-        "created_at": msgs[0]["created_at"] if msgs else None,
-        "updated_at": msgs[-1]["updated_at"] if msgs else None,
-    }
-    return json_response({"conversation": conv})
+    state = _sbx(request).state
+    with state.lock:
+        created = state.conversations_created.get(conv_id)
+    return json_response({"conversation": messaging.conversation_view(conv_id, msgs, created)})
 
 
 @_read(
@@ -454,10 +477,16 @@ for _path in ("/api/v4/tasks/schedule_callbacks", "/api/v4/tasks/scheduled_callb
 
 # ------------------------------------------------------------------ reporting
 
-_read("/api/v4/reporting/cdrs", "reporting.cdrs.read", "Reporting", "List CDRs")(cdrquery.list_cdrs)
-_read("/api/v4/reporting/cdrs/events", "reporting.cdrs.read", "Reporting", "List CDR events")(
-    cdrquery.list_events
+_read("/api/v4/reporting/cdrs", "reporting.cdrs.read", "Reporting", "List CDRs", cdrquery.QUERY)(
+    cdrquery.list_cdrs
 )
+_read(
+    "/api/v4/reporting/cdrs/events",
+    "reporting.cdrs.read",
+    "Reporting",
+    "List CDR events",
+    cdrquery.QUERY,
+)(cdrquery.list_events)
 _read("/api/v4/reporting/cdrs/{cdr_id}", "reporting.cdrs.read", "Reporting", "Get a CDR")(
     cdrquery.get_cdr
 )
@@ -560,8 +589,14 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    # Unknown paths and wrong methods are both "path invalid" in the spec: 404 Not found.
-    return error_response(404 if exc.status_code in (404, 405) else exc.status_code)
+    status = exc.status_code
+    if status in (404, 405):
+        # Unknown paths (a trailing slash too) and wrong methods are both "path invalid" in the
+        # spec: 404 Not found, but like every API request only after authentication.
+        if request.url.path.startswith("/api/") and not authenticated(request):
+            return error_response(401)
+        return error_response(404)
+    return error_response(status)
 
 
 class _CountRequests:
@@ -613,5 +648,6 @@ def create_app(sandbox: Sandbox) -> SandboxApp:
         routes=routes,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error},
     )
+    app.router.redirect_slashes = False  # /api/v4/users/ is an unknown path, not a 307
     app.state.sandbox = sandbox
     return SandboxApp(app, sandbox)

@@ -106,8 +106,34 @@ class CdrFilter:
         )
 
 
+# Filters the spec shows as "single or array" (written `x[]=`); every other one takes one value.
+ARRAY_FILTERS = ("type", "subtype", "disposition", "account_id")
+SINGLE_FILTERS = (
+    "user_id",
+    "team_id",
+    "queue_id",
+    "campaign_id",
+    "from_phone_number",
+    "to_phone_number",
+    "from_phone_number_like",
+    "to_phone_number_like",
+    "tag",
+)
+TIME_BOUNDS = tuple(
+    f"{f}[{op}]" for f in ("started_at", "ended_at") for op in ("gte", "gt", "lte", "lt")
+)
+# Every query parameter of the CDR list (and the events list); anything else is a 422.
+QUERY: frozenset[str] = frozenset(
+    {"limit", "offset", "cursor", *TIME_BOUNDS, *SINGLE_FILTERS, *ARRAY_FILTERS}
+    | {f"{name}[]" for name in ARRAY_FILTERS}
+)
+
+
 def _values(request: Request, name: str) -> list[str]:
-    return request.query_params.getlist(name) + request.query_params.getlist(name + "[]")
+    values = request.query_params.getlist(name)
+    if name in ARRAY_FILTERS:
+        values += request.query_params.getlist(name + "[]")
+    return values
 
 
 def parse_filter(request: Request) -> CdrFilter:

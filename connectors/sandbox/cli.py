@@ -21,6 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--cdrs-per-day", type=int, default=20000)
     parser.add_argument("--api-key", default=None, help="full-scope key (default: built-in)")
+    parser.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        type=scoped_key,
+        metavar="KEY=SCOPE[,SCOPE...]",
+        help="a key with only these scopes (repeatable; a request beyond them gets 403)",
+    )
     for flag in ("dialer-ai", "dialing-order", "contact-local-time"):
         parser.add_argument(f"--no-{flag}", action="store_true", help=f"disable the {flag} flag")
     group = parser.add_argument_group("faults (all off by default)")
@@ -34,6 +42,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fault-path", action="append", default=[], dest="fault_paths")
 
 
+def scoped_key(text: str) -> tuple[str, frozenset[str]]:
+    """`KEY=scope1,scope2` -> (key, scopes); scopes must be the sandbox's own names."""
+    key, sep, scopes = text.partition("=")
+    names = frozenset(s.strip() for s in scopes.split(",") if s.strip())
+    if not sep or not key.strip() or not names:
+        raise argparse.ArgumentTypeError("expected KEY=scope1,scope2")
+    unknown = sorted(names - ALL_SCOPES)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown scope(s): {', '.join(unknown)}")
+    return key.strip(), names
+
+
 def build_config(args: argparse.Namespace) -> SandboxConfig:
     fault_values: dict[str, object] = {}
     for f in _FAULT_FIELDS:
@@ -43,6 +63,9 @@ def build_config(args: argparse.Namespace) -> SandboxConfig:
     if args.fault_paths:
         fault_values["paths"] = tuple(args.fault_paths)
     key = args.api_key or DEFAULT_API_KEY
+    keys: dict[str, frozenset[str]] = {key: ALL_SCOPES}
+    for scoped, scopes in args.key:
+        keys[scoped] = scopes
     extra: dict[str, object] = {}
     if args.start_date is not None:
         extra["start_date"] = args.start_date
@@ -50,7 +73,7 @@ def build_config(args: argparse.Namespace) -> SandboxConfig:
         seed=args.seed,
         days=args.days,
         cdrs_per_day=args.cdrs_per_day,
-        api_keys={key: ALL_SCOPES},
+        api_keys=keys,
         dialer_ai=not args.no_dialer_ai,
         dialing_order=not args.no_dialing_order,
         contact_local_time=not args.no_contact_local_time,
@@ -70,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
     key = next(iter(config.api_keys))
     print(f"cdrhouse sandbox: http://{args.host}:{args.port}/api/v4", flush=True)
     print(f"  API key (Bearer): {key}", flush=True)
+    for scoped, scopes in args.key:
+        print(f"  scoped key: {scoped} ({', '.join(sorted(scopes))})", flush=True)
     print(
         f"  seed={config.seed} start_date={config.start_date} days={config.days} "
         f"cdrs_per_day={config.cdrs_per_day}",

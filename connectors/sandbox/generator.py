@@ -485,7 +485,12 @@ class Dataset:
                     "caller_id_sets": [{"phone_numbers": [self.cc_phones[i % 4]]}],
                     "use_local_caller_id": False,
                     "asr_optimization_enabled": True,
-                    "post_call_rating": {"enabled": False},
+                    "post_call_rating": {
+                        "enabled": False,
+                        "notification_voice_message_id": None,
+                        "instructions_voice_message_id": None,
+                        "complete_voice_message_id": None,
+                    },
                     "contact_local_time": {
                         "start_time": "09:00",
                         "end_time": "18:00",

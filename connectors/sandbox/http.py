@@ -88,6 +88,32 @@ def require_scope(request: Request, scope: str) -> None:
         raise ApiError(403)
 
 
+UNKNOWN_PARAMETER = "is not a known parameter"
+REPEATED_PARAMETER = (
+    "must be given once (only type[], subtype[], disposition[], account_id[] repeat)"
+)
+
+
+def check_query(request: Request, allowed: frozenset[str]) -> None:
+    """422 naming every query parameter the endpoint does not take (catches client typos), and
+    every parameter given more than once unless it is an array (`x[]`) the spec allows."""
+    errors: dict[str, list[str]] = {}
+    params = request.query_params
+    for name in dict.fromkeys(params.keys()):
+        if name not in allowed:
+            errors.setdefault(name, []).append(UNKNOWN_PARAMETER)
+        elif not name.endswith("[]") and len(params.getlist(name)) > 1:
+            errors.setdefault(name, []).append(REPEATED_PARAMETER)
+    if errors:
+        raise fail(errors)
+
+
+def authenticated(request: Request) -> bool:
+    """True when the request carries a key the sandbox knows (whatever its scopes)."""
+    key = bearer_key(request)
+    return key is not None and key in get_sandbox(request).config.api_keys
+
+
 def int_param(
     request: Request,
     name: str,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -177,6 +178,26 @@ def sms_cost(segments: int) -> Decimal:
     return SMS_PRICE_PER_SEGMENT * segments
 
 
+_SENDER_NAMESPACE: Final = uuid.UUID("2c8f4e1a-6b3d-4f7a-9c2e-5d1b8a7f3e60")
+
+
+def sender_endpoint(sender: str) -> dict[str, Any]:
+    """The CDR's `from` for an SMS sender, within the spec's two endpoint shapes: a number
+    sender is a `phone_number` endpoint; an alphanumeric sender ID (never a phone number) is a
+    `channel_account` of channel `sms` whose identifier is the sender ID."""
+    if PHONE_RE.fullmatch(sender):
+        return {"type": "phone_number", "phone_number": sender}
+    account = {
+        "id": str(uuid.uuid5(_SENDER_NAMESPACE, sender)),
+        "channel": "sms",
+        "identifier": sender,
+        "data": {"name": sender, "username": sender.lower()},
+        "name_snapshot": sender,
+        "deleted": False,
+    }
+    return {"type": "channel_account", "channel_account": account}
+
+
 def sms_cdr(
     request: SmsRequest,
     *,
@@ -197,7 +218,7 @@ def sms_cdr(
         "type": "sms",
         "subtype": "outbound_sms",
         "disposition": "sent",
-        "from": {"type": "phone_number", "phone_number": sender},
+        "from": sender_endpoint(sender),
         "to": {"type": "phone_number", "phone_number": request.phone_number},
         "user": None,  # sent through the API, not by an agent
         "cost": cost,  # a Decimal: state.add_cdr serves it as an exact JSON number
@@ -305,4 +326,35 @@ def new_message(
         "status_reason": None,
         "created_at": stamp,
         "updated_at": stamp,
+    }
+
+
+def conversation_view(
+    conversation_id: str, messages: list[Mapping[str, Any]], created: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A conversation as POST answers it and GET reads it back: one shape for both.
+
+    A conversation made through the API stays `open` (nothing closes it) and keeps its own
+    `created_at`, phone number and agent; a generated one is `open` while its last message is
+    inbound (awaiting an answer) and `closed` otherwise."""
+    if created is not None:
+        status = str(created.get("status", "open"))
+        created_at = created.get("created_at")
+        phone_number, user = created.get("phone_number"), created.get("user")
+        channel = str(created.get("channel", "whatsapp"))
+    else:
+        status = "open" if messages and messages[-1].get("direction") == "inbound" else "closed"
+        created_at = messages[0].get("created_at") if messages else None
+        agents = [m["user"] for m in messages if m.get("direction") == "outbound" and m.get("user")]
+        phone_number, user, channel = None, agents[0] if agents else None, "whatsapp"
+    updated_at = messages[-1].get("updated_at") if messages else created_at
+    return {
+        "id": conversation_id,
+        "channel": channel,
+        "status": status,
+        "phone_number": phone_number,
+        "user": user,
+        "messages_count": len(messages),
+        "created_at": created_at,
+        "updated_at": updated_at,
     }

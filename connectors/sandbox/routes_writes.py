@@ -29,6 +29,7 @@ from connectors.sandbox.fieldcheck import (
 )
 from connectors.sandbox.http import (
     ApiError,
+    check_query,
     fail,
     get_sandbox,
     json_response,
@@ -411,7 +412,8 @@ async def create_conversation(request: Request) -> Response:
                     now=now,
                 )
             )
-    return json_response({"conversation": conversation}, 201)
+        out = messaging.conversation_view(conversation_id, thread, conversation)
+    return json_response({"conversation": out}, 201)
 
 
 async def post_message(request: Request) -> Response:
@@ -545,8 +547,19 @@ WRITE_OPERATIONS: Final[tuple[tuple[str, str, Handler, str, str, str], ...]] = (
 )
 
 
+def _no_query(handler: Handler, scope: str) -> Handler:
+    """Auth first, then refuse any query parameter: no write endpoint takes one."""
+
+    async def guarded(request: Request) -> Response:
+        require_scope(request, scope)
+        check_query(request, frozenset())
+        return await handler(request)
+
+    return guarded
+
+
 def routes() -> list[BaseRoute]:
     return [
-        Route(path, handler, methods=[method], name=summary)
-        for method, path, handler, _scope, _tag, summary in WRITE_OPERATIONS
+        Route(path, _no_query(handler, scope), methods=[method], name=summary)
+        for method, path, handler, scope, _tag, summary in WRITE_OPERATIONS
     ]

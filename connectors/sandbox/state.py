@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from connectors.sandbox import campaigns
+
 if TYPE_CHECKING:
     from connectors.sandbox.generator import Dataset
 
@@ -54,8 +56,11 @@ class SandboxState:
         self.clock = clock or Clock()
         self.counters: Counter[str] = Counter()
         self.balance = Decimal(dataset.balance)
+        # Generated campaigns in the same response shape as created and PATCHed ones (every
+        # config field, the PATCH-only booleans included), so each reads back alike.
+        voice_messages = {vm["id"]: vm for vm in dataset.voice_messages}
         self.campaigns: dict[int, dict[str, Any]] = {
-            c["id"]: copy.deepcopy(c) for c in dataset.campaigns
+            c["id"]: campaigns.render(c, voice_messages) for c in dataset.campaigns
         }
         # Free-form stores for the write endpoints (keyed by id).
         self.active_calls: dict[str, dict[str, Any]] = {}

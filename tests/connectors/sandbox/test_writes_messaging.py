@@ -108,7 +108,15 @@ def test_segments_and_cost(api: Api, text: str, segments: int) -> None:
 
 @pytest.mark.parametrize("sender", ["CDRHOUSE", "Support"])
 def test_alphanumeric_sender_id_of_the_contact_center(api: Api, sender: str) -> None:
-    assert send(api, text_sms(sender_id=sender))["from"]["phone_number"] == sender
+    # An alphanumeric sender is no phone number (digits only): the spec's other endpoint shape,
+    # a channel account of channel sms, carries it.
+    origin = send(api, text_sms(sender_id=sender))["from"]
+    assert origin["type"] == "channel_account"
+    assert "phone_number" not in origin
+    account = origin["channel_account"]
+    assert (account["channel"], account["identifier"], account["deleted"]) == ("sms", sender, False)
+    assert set(account) == {"id", "channel", "identifier", "data", "name_snapshot", "deleted"}
+    assert set(account["data"]) == {"name", "username"}
 
 
 def test_numeric_sender_id_is_a_purchased_number(api: Api, sandbox: Sandbox) -> None:
