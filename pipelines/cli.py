@@ -16,28 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import dagster as dg
+if TYPE_CHECKING:
+    import dagster as dg
 
-from pipelines.assets import API_POOL
-from pipelines.definitions import (
-    CDR_JOB,
-    SNAPSHOT_JOB,
-    build_defs,
-    resources_from_env,
-    start_date_from_env,
-)
-from pipelines.partitions import partition_keys
-from pipelines.resources import SANDBOX, is_sandbox, source_problem
-from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
-from pipelines.sensors import (
-    failure_summary,
-    source_not_configured,
-    summary_line,
-    write_failure_summary,
-)
-from warehouse.lake import LakeSourceConflict
+# Only the standard library at module level: `cdrhouse --help` and usage errors must answer
+# without importing Dagster, polars, DuckDB or pyarrow (tests/pipelines/test_cli_startup.py).
+# Each command imports what it needs when it runs.
 
 DEMO_DAYS = 7
 # Dagster's own console logs are for the UI; the CLI prints one line per run instead.
@@ -99,6 +85,8 @@ def validate_range(start: date, end: date, today: date) -> None:
 
 
 def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
+    import dagster as dg
+
     line = RunLine(label=label, success=result.success, seconds=seconds)
     for event in result.get_asset_materialization_events():
         mat = event.step_materialization_data.materialization
@@ -155,6 +143,14 @@ def run_ingest(
     on_run: Callable[[RunLine], None] | None = None,
 ) -> IngestReport:
     """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
+    from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
+    from pipelines.sensors import (
+        failure_summary,
+        source_not_configured,
+        summary_line,
+        write_failure_summary,
+    )
+
     run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
     report = IngestReport()
     out = out or sys.stdout
@@ -193,8 +189,10 @@ def run_ingest(
     return report
 
 
-def ensure_pool(instance: dg.DagsterInstance, pool: str = API_POOL, attempts: int = 5) -> None:
+def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts: int = 5) -> None:
     """Create the API pool's limit row (at the instance's default limit) before any run.
+
+    `pool` defaults to `pipelines.assets.API_POOL` (looked up here, not at import time).
 
     Dagster creates it lazily inside the first step that claims a slot. On PostgreSQL, pods
     whose first runs start together race on that insert and the losers' runs fail (an
@@ -202,6 +200,10 @@ def ensure_pool(instance: dg.DagsterInstance, pool: str = API_POOL, attempts: in
     this before it launches a run; `cdrhouse ingest` runs in-process, so it does it here."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    if pool is None:
+        from pipelines.assets import API_POOL
+
+        pool = API_POOL
     storage = instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
         return
@@ -218,6 +220,8 @@ def ensure_pool(instance: dg.DagsterInstance, pool: str = API_POOL, attempts: in
 
 
 def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:
+    import dagster as dg
+
     if env.get("DAGSTER_HOME"):
         return dg.DagsterInstance.get()
     return dg.DagsterInstance.ephemeral()
@@ -238,7 +242,15 @@ def cmd_ingest(
 ) -> int:
     out = out or sys.stdout
     today = datetime.now(UTC).date()
-    validate_range(start, end, today)
+    validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
+    import dagster as dg
+
+    from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+    from pipelines.partitions import partition_keys
+    from pipelines.resources import is_sandbox, source_problem
+    from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from warehouse.lake import LakeSourceConflict
+
     # Before anything is built or written: never fall back to fake data, never half-start.
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
@@ -310,6 +322,8 @@ def _table_counts(database: Path) -> list[tuple[str, int]]:
 def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
     """Ingest the last `days` complete days from the sandbox, then show what landed."""
     import duckdb
+
+    from pipelines.resources import SANDBOX
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()

@@ -15,19 +15,13 @@ import argparse
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import duckdb
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
-from warehouse.duck import (
-    WAREHOUSE_FILE,
-    build_warehouse,
-    connect,
-    default_lake_uri,
-    lake_moved,
-)
-from warehouse.lake import Lake
+# DuckDB, polars and the lake are imported by the commands that run, not here: `cdrhouse` builds
+# its parser from this module, and `cdrhouse --help` must not pay for them.
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -58,6 +52,11 @@ def _query_text(args: argparse.Namespace) -> str | None:
 
 def run_query(data_dir: Path, query: str) -> pl.DataFrame | None:
     """Run `query` read-only; None for a statement without a result set."""
+    import duckdb
+    import polars as pl
+
+    from warehouse.duck import connect, lake_moved
+
     for attempt in range(2):
         con = connect(data_dir, read_only=True)
         try:
@@ -130,6 +129,11 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return _fail("give a query or --file q.sql")
     if args.format == "parquet" and args.output is None:
         return _fail("--format parquet needs --output PATH")
+    import duckdb  # after the argument checks: a usage error answers without loading DuckDB
+
+    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
+    from warehouse.lake import Lake
+
     if not (Path(data_dir) / WAREHOUSE_FILE).exists():
         lake = Lake(lake_uri or default_lake_uri(data_dir))
         if lake.source() is None:
@@ -168,6 +172,8 @@ def add_lake_arguments(parser: argparse.ArgumentParser) -> None:
 def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> int:
     """Entry point of `cdrhouse lake`; exit 2 for a reset without --yes."""
     from models.tables import ALL_TABLES
+    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
+    from warehouse.lake import Lake
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     if args.lake_command == "info":
