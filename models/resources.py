@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    StrictInt,
     StringConstraints,
     field_validator,
     model_validator,
@@ -72,6 +73,14 @@ class WriteModel(BaseModel):
     def to_body(self) -> dict[str, Any]:
         """The JSON body: only fields the caller set (explicit nulls included)."""
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+class OpenWriteModel(WriteModel):
+    """A request body whose shape the spec does not show (leads, conversations, messages,
+    callbacks): the fields we know are checked, any other field is passed through as given,
+    since a real server may take fields the sandbox's choice lacks."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
 # --- references and small objects ------------------------------------------------------------
@@ -543,10 +552,11 @@ class StartCall(WriteModel):
 
 
 class Hangup(WriteModel):
-    """POST /voice/calls/{id}/hangup. The spec types user_id both as UUID and integer; the
-    Users resource (and the sandbox) use the UUID string, so that is what we send."""
+    """POST /voice/calls/{id}/hangup. The spec types user_id both as a UUID string (the
+    machine-readable description) and as an integer (the reference page): either is accepted
+    and sent exactly as given, never converted (a digit string is neither, so it is refused)."""
 
-    user_id: Uuid
+    user_id: Uuid | StrictInt
 
 
 class SmsTextContent(WriteModel):
@@ -603,7 +613,7 @@ class SendSms(WriteModel):
         )
 
 
-class ScheduleCallback(WriteModel):
+class ScheduleCallback(OpenWriteModel):
     """POST /tasks/scheduled_callbacks (the sandbox's shape; the spec does not show one)."""
 
     phone_number: Phone
@@ -836,7 +846,7 @@ class Lead(ApiModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class LeadCreate(WriteModel):
+class LeadCreate(OpenWriteModel):
     """One lead to add."""
 
     phone_number: Phone
@@ -845,7 +855,7 @@ class LeadCreate(WriteModel):
     data: dict[str, str] | None = None
 
 
-class LeadUpdate(WriteModel):
+class LeadUpdate(OpenWriteModel):
     """One lead to change, by id."""
 
     id: int
@@ -855,25 +865,25 @@ class LeadUpdate(WriteModel):
     data: dict[str, str] | None = None
 
 
-class LeadsRequest(WriteModel):
+class LeadsRequest(OpenWriteModel):
     """Body of the leads endpoints."""
 
     leads: Annotated[list[LeadCreate], Field(min_length=1, max_length=1000)]
 
 
-class LeadsUpdateRequest(WriteModel):
+class LeadsUpdateRequest(OpenWriteModel):
     """Body of PATCH .../leads."""
 
     leads: Annotated[list[LeadUpdate], Field(min_length=1, max_length=1000)]
 
 
-class TextContent(WriteModel):
+class TextContent(OpenWriteModel):
     """{text} content of a conversation message."""
 
     text: Annotated[str, StringConstraints(min_length=1)]
 
 
-class MediaContent(WriteModel):
+class MediaContent(OpenWriteModel):
     """{url, filename?, size?, caption?} content of a media message."""
 
     url: str
@@ -882,7 +892,7 @@ class MediaContent(WriteModel):
     caption: str | None = None
 
 
-class MessageBody(WriteModel):
+class MessageBody(OpenWriteModel):
     """A conversation message's content; content_data must match content_type."""
 
     always_sent: ClassVar[tuple[str, ...]] = ("content_type",)
@@ -904,7 +914,7 @@ class NewMessage(MessageBody):
     user_id: Uuid | None = None
 
 
-class CreateConversation(WriteModel):
+class CreateConversation(OpenWriteModel):
     """POST /messaging/conversations (the sandbox's shape: an outbound WhatsApp text)."""
 
     always_sent: ClassVar[tuple[str, ...]] = ("channel",)

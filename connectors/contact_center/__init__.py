@@ -4,6 +4,7 @@ from connectors.contact_center.client import (
     CdrPage,
     ContactCenterClient,
     ListPage,
+    WriteResult,
     cdr_filter_params,
     split_window,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "ServerError",
     "TransportFailure",
     "ValidationFailedError",
+    "WriteResult",
     "cdr_filter_params",
     "map_response",
     "split_window",

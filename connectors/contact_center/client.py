@@ -117,6 +117,31 @@ class CdrPage:
 
 
 @dataclass(frozen=True)
+class WriteResult(Generic[T]):
+    """What a write answered. Any 2xx is success: the server has acted, so nothing here is an
+    error and nothing invites a retry.
+
+    `resource` is the expected object (e.g. the `campaign` of `{"campaign": {...}}`) when the
+    body has that shape; otherwise None, and `body` holds what came back as it was: the parsed
+    JSON, the text when it is not JSON, or None when the body is empty. Most write responses
+    are "not shown" by the spec, so a server whose shape differs from the sandbox's loses
+    nothing."""
+
+    status: int
+    body: Any
+    resource: T | None
+
+    @property
+    def id(self) -> Any:
+        """The `id` of the resource (or of the body's single object), when there is one."""
+        found = getattr(self.resource, "id", None)
+        if found is None and isinstance(self.body, dict) and len(self.body) == 1:
+            inner = next(iter(self.body.values()))
+            found = inner.get("id") if isinstance(inner, dict) else None
+        return found
+
+
+@dataclass(frozen=True)
 class ListPage(Generic[M]):
     """One page of a list endpoint, parsed."""
 
@@ -144,16 +169,30 @@ def split_window(
     return out
 
 
+# The CDR filters the spec shows as "single or array"; an array is written `key[]=v` repeated.
+ARRAY_FILTERS = frozenset({"type", "subtype", "disposition", "account_id"})
+
+
 def cdr_filter_params(filters: Filters | None) -> list[tuple[str, str]]:
-    """Query pairs for CDR filters; a sequence value is sent as `key[]=v` repeated (the spec)."""
+    """Query pairs for CDR filters in the spec's form: a sequence is sent as `key[]=v` repeated
+    for the four array filters only; every other filter (tag, user_id, ...) takes one value, so
+    a one-element sequence is sent as `key=v` and a longer one is refused before sending."""
     pairs: list[tuple[str, str]] = []
     for key, value in (filters or {}).items():
         if key.startswith("started_at") or key in ("cursor", "offset", "limit"):
             raise ValueError(f"{key} is set by fetch_cdr_pages itself")
         if isinstance(value, str | int):
             pairs.append((key, str(value)))
-        else:
+        elif key in ARRAY_FILTERS:
             pairs.extend((f"{key}[]", str(v)) for v in value)
+        else:
+            values = list(value)
+            if len(values) != 1:
+                raise ValueError(
+                    f"the CDR filter {key!r} takes one value (only "
+                    f"{', '.join(sorted(ARRAY_FILTERS))} take several); got {len(values)}"
+                )
+            pairs.append((key, str(values[0])))
     return pairs
 
 
@@ -188,6 +227,41 @@ def _list_body(list_key: str) -> Callable[[httpx.Response], tuple[list[Any], Pag
         if total is not None and (not isinstance(total, int) or isinstance(total, bool)):
             raise InvalidBodyError(f"metadata.total is not an integer: {total!r}")
         return items, PageInfo(count=len(items), total=total)
+
+    return parse
+
+
+def _write_result(
+    key: str, model: type[M], *, many: bool = False
+) -> Callable[[httpx.Response], WriteResult[Any]]:
+    """Parse a write's 2xx without ever failing: the typed `{key: ...}` object when the body
+    has it, and in every case the body as received."""
+
+    def parse(response: httpx.Response) -> WriteResult[Any]:
+        raw: Any = None
+        if response.content.strip():
+            try:
+                raw = orjson.loads(response.content)
+            except orjson.JSONDecodeError:
+                raw = response.text
+        resource: Any = None
+        if isinstance(raw, dict) and key in raw:
+            try:
+                if many and isinstance(raw[key], list):
+                    resource = [model.model_validate(item) for item in raw[key]]
+                elif not many:
+                    resource = model.model_validate(raw[key])
+            except ValidationError:
+                resource = None
+        if resource is None:
+            logger.warning(
+                "%s %s -> %s: body is not the expected {%s: ...}; returned as received",
+                response.request.method,
+                response.request.url.path,
+                response.status_code,
+                key,
+            )
+        return WriteResult(response.status_code, raw, resource)
 
     return parse
 
@@ -274,6 +348,7 @@ class ContactCenterClient:
         ids: Mapping[str, object] | None = None,
         params: Sequence[tuple[str, str | int]] | Mapping[str, str | int] | None = None,
         body: dict[str, Any] | None = None,
+        require_json: bool = True,
     ) -> T:
         if self._http is None:
             raise RuntimeError("use the client as `async with ContactCenterClient(...)`")
@@ -297,7 +372,7 @@ class ContactCenterClient:
                         endpoint.method, path, params=query, content=content, headers=headers
                     )
                 status = response.status_code
-                map_response(response, endpoint.scope, path=path)
+                map_response(response, endpoint.scope, path=path, require_json=require_json)
                 result = parse(response)
                 # httpx's Response and its BoundAsyncStream point at each other: unlink them so
                 # the body (~1 MB for a CDR page) is freed at once, not at some later full GC.
@@ -353,10 +428,21 @@ class ContactCenterClient:
 
     async def _write(
         self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
-    ) -> M:
+    ) -> WriteResult[M]:
         endpoint = ENDPOINTS[name]
-        raw = await self._send(endpoint, _keyed(key), ids=ids, body=body)
-        return _model(model, raw, f"{endpoint.method} {endpoint.path}")
+        result: WriteResult[M] = await self._send(
+            endpoint, _write_result(key, model), ids=ids, body=body, require_json=False
+        )
+        return result
+
+    async def _write_many(
+        self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
+    ) -> WriteResult[list[M]]:
+        endpoint = ENDPOINTS[name]
+        result: WriteResult[list[M]] = await self._send(
+            endpoint, _write_result(key, model, many=True), ids=ids, body=body, require_json=False
+        )
+        return result
 
     async def _list_page(
         self,
@@ -413,14 +499,15 @@ class ContactCenterClient:
 
     # --- voice -------------------------------------------------------------------------------
 
-    async def start_call(self, request: StartCall | Mapping[str, Any]) -> CallRef:
+    async def start_call(self, request: StartCall | Mapping[str, Any]) -> WriteResult[CallRef]:
         """POST /voice/calls (201 {call: {id}}). Never retried unless provably unsent."""
         return await self._write("start_call", "call", CallRef, _body(request, StartCall))
 
-    async def hangup_call(self, call_id: str, user_id: str) -> CallRef:
-        """POST /voice/calls/{call_id}/hangup. `user_id` is the agent's UUID (the spec also
-        types it as an integer; the Users resource and the sandbox use the UUID). The sandbox
-        answers 409 (ConflictError) when the call already ended."""
+    async def hangup_call(self, call_id: str, user_id: str | int) -> WriteResult[CallRef]:
+        """POST /voice/calls/{call_id}/hangup. The spec types the agent's `user_id` both as a
+        UUID string and as an integer, so either is accepted and sent exactly as given (a UUID
+        string stays a string, an integer an integer). The sandbox answers 409 (ConflictError)
+        when the call already ended."""
         body = _body(Hangup(user_id=user_id), Hangup)
         return await self._write("hangup_call", "call", CallRef, body, call_id=call_id)
 
@@ -582,7 +669,9 @@ class ContactCenterClient:
         """GET /campaigns/{campaign_id}."""
         return await self._get_one("get_campaign", "campaign", Campaign, campaign_id=campaign_id)
 
-    async def create_campaign(self, request: CampaignCreate | Mapping[str, Any]) -> Campaign:
+    async def create_campaign(
+        self, request: CampaignCreate | Mapping[str, Any]
+    ) -> WriteResult[Campaign]:
         """POST /campaigns; validated client-side first (pydantic ValidationError, with the
         spec's field names, before anything is sent). Not retried unless provably unsent."""
         return await self._write(
@@ -591,7 +680,7 @@ class ContactCenterClient:
 
     async def update_campaign(
         self, campaign_id: int, patch: CampaignPatch | Mapping[str, Any]
-    ) -> Campaign:
+    ) -> WriteResult[Campaign]:
         """PATCH /campaigns/{campaign_id}: only the fields set are sent; an explicit None
         clears a nullable field. Retried: the same PATCH twice gives the same campaign.
         A stopped/completed campaign answers 409 in the sandbox (status "not shown")."""
@@ -600,20 +689,20 @@ class ContactCenterClient:
             "update_campaign", "campaign", Campaign, body, campaign_id=campaign_id
         )
 
-    async def start_campaign(self, campaign_id: int) -> Campaign:
+    async def start_campaign(self, campaign_id: int) -> WriteResult[Campaign]:
         """POST /campaigns/{id}/start. A transition: not retried after it may have arrived
         (a second start could hit a 409). Response {campaign} is the sandbox's choice."""
         return await self._write(
             "start_campaign", "campaign", Campaign, None, campaign_id=campaign_id
         )
 
-    async def stop_campaign(self, campaign_id: int) -> Campaign:
+    async def stop_campaign(self, campaign_id: int) -> WriteResult[Campaign]:
         """POST /campaigns/{id}/stop (a transition; see `start_campaign`)."""
         return await self._write(
             "stop_campaign", "campaign", Campaign, None, campaign_id=campaign_id
         )
 
-    async def pause_campaign(self, campaign_id: int) -> Campaign:
+    async def pause_campaign(self, campaign_id: int) -> WriteResult[Campaign]:
         """POST /campaigns/{id}/pause (a transition; see `start_campaign`)."""
         return await self._write(
             "pause_campaign", "campaign", Campaign, None, campaign_id=campaign_id
@@ -621,30 +710,19 @@ class ContactCenterClient:
 
     async def add_leads(
         self, campaign_id: int, request: LeadsRequest | Mapping[str, Any]
-    ) -> list[Lead]:
-        """POST /campaigns/{id}/leads; body {leads: [...]} (1-1000) is the sandbox's shape."""
-        endpoint = ENDPOINTS["add_leads"]
-        raw = await self._send(
-            endpoint,
-            _keyed("leads"),
-            ids={"campaign_id": campaign_id},
-            body=_body(request, LeadsRequest),
-        )
-        return [_model(Lead, item, endpoint.path) for item in raw]
+    ) -> WriteResult[list[Lead]]:
+        """POST /campaigns/{id}/leads; body {leads: [...]} (1-1000) is the sandbox's shape
+        (the spec shows none: extra fields are passed through)."""
+        body = _body(request, LeadsRequest)
+        return await self._write_many("add_leads", "leads", Lead, body, campaign_id=campaign_id)
 
     async def update_leads(
         self, campaign_id: int, request: LeadsUpdateRequest | Mapping[str, Any]
-    ) -> list[Lead]:
+    ) -> WriteResult[list[Lead]]:
         """PATCH /campaigns/{id}/leads; leads by id (the sandbox's shape). Not retried:
         its semantics are not shown, so we do not assume it is idempotent."""
-        endpoint = ENDPOINTS["update_leads"]
-        raw = await self._send(
-            endpoint,
-            _keyed("leads"),
-            ids={"campaign_id": campaign_id},
-            body=_body(request, LeadsUpdateRequest),
-        )
-        return [_model(Lead, item, endpoint.path) for item in raw]
+        body = _body(request, LeadsUpdateRequest)
+        return await self._write_many("update_leads", "leads", Lead, body, campaign_id=campaign_id)
 
     # --- reporting ---------------------------------------------------------------------------
 
@@ -792,7 +870,7 @@ class ContactCenterClient:
         """Every message of a conversation."""
         return await self._list_all("list_messages", Message, conversation_id=conversation_id)
 
-    async def send_sms(self, request: SendSms | Mapping[str, Any]) -> SmsRef:
+    async def send_sms(self, request: SendSms | Mapping[str, Any]) -> WriteResult[SmsRef]:
         """POST /messaging/sms ({sms: {id}}; the sandbox answers 201, the spec says only
         "200-class"). Retried only after a 429 (a refusal) or when the request provably never
         left (connect errors): a 5xx or a reset raise, because the SMS may already be sent."""
@@ -800,7 +878,7 @@ class ContactCenterClient:
 
     async def create_conversation(
         self, request: CreateConversation | Mapping[str, Any]
-    ) -> Conversation:
+    ) -> WriteResult[Conversation]:
         """POST /messaging/conversations (shape not shown; the sandbox's: an outbound
         WhatsApp text, answering 201 {conversation})."""
         body = _body(request, CreateConversation)
@@ -808,7 +886,7 @@ class ContactCenterClient:
 
     async def post_message(
         self, conversation_id: str, request: NewMessage | Mapping[str, Any]
-    ) -> Message:
+    ) -> WriteResult[Message]:
         """POST /messaging/conversations/{id}/messages (the sandbox's shape; 201 {message})."""
         body = _body(request, NewMessage)
         return await self._write(
@@ -857,7 +935,7 @@ class ContactCenterClient:
 
     async def schedule_callback(
         self, request: ScheduleCallback | Mapping[str, Any]
-    ) -> ScheduledCallback:
+    ) -> WriteResult[ScheduledCallback]:
         """POST /tasks/scheduled_callbacks (the scope table's spelling; the sandbox also serves
         /tasks/schedule_callbacks). Body and {scheduled_callback} answer: the sandbox's."""
         body = _body(request, ScheduleCallback)
@@ -875,7 +953,9 @@ class ContactCenterClient:
         """Every webhook failure."""
         return await self._list_all("list_webhook_failures", WebhookFailure)
 
-    async def retrigger_webhook_failure(self, webhook_failure_id: str | int) -> WebhookFailure:
+    async def retrigger_webhook_failure(
+        self, webhook_failure_id: str | int
+    ) -> WriteResult[WebhookFailure]:
         """POST /tasks/webhook_failures/{id}/retrigger (the scope table's method and spelling;
         the migration mapping says GET /tasks/webhooks/failures/...). Not retried: a retrigger
         sends the hook again."""

@@ -184,11 +184,19 @@ def looks_like_json_object(body: bytes) -> bool:
     return stripped[:1] == b"{"
 
 
-def map_response(response: httpx.Response, scope: str | None, *, path: str | None = None) -> None:
+def map_response(
+    response: httpx.Response,
+    scope: str | None,
+    *,
+    path: str | None = None,
+    require_json: bool = True,
+) -> None:
     """Raise the tree's error for a failed response; return None for a usable 2xx.
 
     `scope` is the endpoint's scope (named in the 403 message); `path` is the path template
     used in messages (defaults to the request path, which never carries the key).
+    `require_json=False` (writes): any 2xx is success whatever its body, since the server has
+    already acted; a read's 2xx must carry a JSON object (else InvalidBodyError, retried).
     """
     status = response.status_code
     method = response.request.method
@@ -196,7 +204,7 @@ def map_response(response: httpx.Response, scope: str | None, *, path: str | Non
     ctx: Where = {"method": method, "path": where, "status": status}
     what = f"{method} {where}".strip()
     if 200 <= status < 300:
-        if status != 204 and not looks_like_json_object(response.content):
+        if require_json and status != 204 and not looks_like_json_object(response.content):
             kind = "an empty body" if not response.content.strip() else "a non-JSON body"
             ctype = response.headers.get("content-type", "?")
             raise InvalidBodyError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -330,7 +330,7 @@ def new_message(
 
 
 def conversation_view(
-    conversation_id: str, messages: list[Mapping[str, Any]], created: Mapping[str, Any] | None
+    conversation_id: str, messages: Sequence[Mapping[str, Any]], created: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """A conversation as POST answers it and GET reads it back: one shape for both.
 

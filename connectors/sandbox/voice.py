@@ -22,6 +22,7 @@ from connectors.sandbox.fieldcheck import (
     check_type,
     check_unknown,
     check_uuid,
+    is_int,
     iso_ms,
     join,
     require,
@@ -75,10 +76,11 @@ def validate_start(
 
 
 def validate_hangup(body: Mapping[str, Any]) -> dict[str, list[str]]:
-    """user_id is the agent's id as the Users resource gives it (a UUID string)."""
+    """user_id is the agent's id: the spec types it as a UUID string and as an integer, so
+    both types pass here; only the Users resource's UUID of the call's agent then matches."""
     errs = FieldErrors()
     check_unknown(errs, "", body, ("user_id",))
-    if require(errs, "", body, "user_id"):
+    if require(errs, "", body, "user_id") and not is_int(body["user_id"]):
         check_uuid(errs, "user_id", body["user_id"])
     return errs.errors
 

@@ -19,6 +19,7 @@ from connectors.contact_center import (
     NotFoundError,
     PermissionDeniedError,
     ValidationFailedError,
+    WriteResult,
 )
 from connectors.sandbox import Sandbox
 from models.resources import CallData, CampaignPatch, SendSms
@@ -134,7 +135,7 @@ def test_writes_round_trip() -> None:
         out["started"] = await c.start_campaign(created.id)
         out["paused"] = await c.pause_campaign(created.id)
         out["leads"] = await c.add_leads(created.id, {"leads": [{"phone_number": PHONE}]})
-        lead_id = out["leads"][0].id
+        lead_id = out["leads"].resource[0].id
         out["leads2"] = await c.update_leads(
             created.id, {"leads": [{"id": lead_id, "name": "Ada"}]}
         )
@@ -153,18 +154,22 @@ def test_writes_round_trip() -> None:
         return out
 
     out = run(sandbox, body)
-    assert out["created"].status == "draft"
-    assert out["patched"].dial_level == 2.0
-    assert (out["started"].status, out["paused"].status, out["stopped"].status) == (
+    assert all(isinstance(result, WriteResult) for result in out.values())
+    got = {name: result.resource for name, result in out.items()}
+    assert all(resource is not None for resource in got.values())
+    assert (out["created"].status, out["sms"].status, out["patched"].status) == (201, 201, 200)
+    assert got["created"].status == "draft"
+    assert got["patched"].dial_level == 2.0
+    assert (got["started"].status, got["paused"].status, got["stopped"].status) == (
         "running",
         "paused",
         "stopped",
     )
-    assert out["leads2"][0].name == "Ada"
-    assert out["sms"].id
-    assert out["message"].id
-    assert out["callback"].status == "scheduled"
-    assert out["retrigger"].model_extra["retriggered_at"] is not None
+    assert got["leads2"][0].name == "Ada"
+    assert out["sms"].id == got["sms"].id
+    assert got["message"].id
+    assert got["callback"].status == "scheduled"
+    assert got["retrigger"].model_extra["retriggered_at"] is not None
     assert sandbox.counters["sms_received"] == 1
     assert sandbox.counters["calls_started"] == 1
 

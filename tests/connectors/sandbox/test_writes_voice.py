@@ -129,7 +129,10 @@ def test_only_the_calls_agent_can_hang_up(
     assert wrong.status_code == 422
     assert wrong.json()["errors"] == {"user_id": ["is not the agent handling this call"]}
     assert api.post(path, {}).json()["errors"] == {"user_id": ["is required"]}
-    assert api.post(path, {"user_id": 17}).json()["errors"] == {"user_id": ["must be a string"]}
+    # The spec also types the agent id as an integer: a valid type, but no agent of this call.
+    as_int = api.post(path, {"user_id": 17}).json()["errors"]
+    assert as_int == {"user_id": ["is not the agent handling this call"]}
+    assert api.post(path, {"user_id": True}).json()["errors"] == {"user_id": ["must be a string"]}
     assert api.post(path, {"user_id": agent["id"]}).status_code == 200  # still active after
 
 
