@@ -1,18 +1,15 @@
-"""The CDR assets (daily partitions) and the normalization assets built on them.
+"""The CDR assets (daily partitions) and the snapshot assets.
 
-`raw_cdrs` pulls one UTC day through the connector's parallel sub-window fetch and streams every
-page into one atomic lake partition: memory stays flat in the size of the day. The normalization
-multi-asset reads that partition back batch by batch and writes the typed tables for the same
-day. Every API-calling asset is in the `contact_center_api` pool (limit in dagster.yaml).
+One step per day, `raw_cdrs`, pulls the day through the connector's parallel sub-window fetch,
+decodes each record once, and writes `raw_cdrs` and every typed CDR table as atomic lake
+partitions, computing the CDR checks as it writes (`pipelines.cdr_day`); memory stays flat in the
+size of the day. Every API-calling asset is in the `contact_center_api` pool (limit in
+dagster.yaml).
 """
 
 import asyncio
-import logging
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +25,9 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
 )
 from models.tables import TABLES
-from pipelines.partitions import partition_window
+from pipelines.cdr_day import NORMALIZED_TABLES, land_day, renormalize_day
+from pipelines.checks import CDR_CHECK_SPECS, RAW_CDRS, known_user_ids, row_count_result
+from pipelines.checks import selected as selected_checks
 from pipelines.resources import (
     ContactCenterResource,
     WarehouseResource,
@@ -37,38 +36,12 @@ from pipelines.resources import (
 )
 from warehouse import snapshots
 from warehouse.lake import LakeSourceConflict
-from warehouse.normalize import decode_page, normalize
 
 API_POOL = "contact_center_api"
 CDR_GROUP = "cdrs"
 SNAPSHOT_GROUP = "snapshots"
 CDRS_ENDPOINT = "/api/v4/reporting/cdrs"
-
-RAW_CDRS = "raw_cdrs"
-# Normalized tables written per partition, and the NormalizedTables attribute each comes from.
-NORMALIZED_TABLES: Mapping[str, str] = {
-    "cdrs": "cdrs",
-    "cdr_calls": "cdr_calls",
-    "cdr_conversations": "cdr_conversations",
-    "cdr_sms": "cdr_sms",
-    "cdr_hlr_lookups": "cdr_hlr_lookups",
-    "cdr_quarantine": "quarantine",
-}
-# The per-type tables and the CDR `type` whose rows each holds.
-TYPE_TABLES: Mapping[str, str] = {
-    "cdr_calls": "call",
-    "cdr_conversations": "conversation",
-    "cdr_sms": "sms",
-    "cdr_hlr_lookups": "hlr_lookup",
-}
-ROW_COUNT_CHECK = "row_count_matches_api_total"
-# Raw rows are re-read in batches of this many for normalization (bounded memory).
-NORMALIZE_BATCH_ROWS = 10_000
-# Raw pages are written in row groups of about this many records (~10-20 MB of JSON).
-RAW_ROW_GROUP_ROWS = 10_000
 PREVIEW_ROWS = 5
-# Decoded pages handed to the writer thread and not yet written: bounds memory.
-WRITE_AHEAD_PAGES = 4
 
 
 def api_retry_policy(max_retries: int = 3, delay_s: float = 30.0) -> dg.RetryPolicy:
@@ -142,108 +115,6 @@ def markdown_preview(df: pl.DataFrame, rows: int = PREVIEW_ROWS, max_cols: int =
     return "\n".join(lines)
 
 
-class RowGroupBuffer:
-    """Collects decoded pages into row groups of about `rows` rows before writing.
-
-    Pages hold at most 1000 records; one row group per page would make Parquet files of many
-    tiny groups. The buffer bounds memory to one row group, whatever the size of the day.
-    """
-
-    def __init__(self, write: Any, rows: int = RAW_ROW_GROUP_ROWS) -> None:
-        self._write = write
-        self._rows = rows
-        self._frames: list[pl.DataFrame] = []
-        self._held = 0
-
-    def add(self, frame: pl.DataFrame) -> None:
-        self._frames.append(frame)
-        self._held += frame.height
-        if self._held >= self._rows:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._frames:
-            self._write(pl.concat(self._frames, how="vertical_relaxed"))
-        self._frames, self._held = [], 0
-
-
-@dataclass
-class PullStats:
-    """What one partition's fetch did, for the asset's metadata."""
-
-    rows: int = 0
-    pages: int = 0
-    bytes: int = 0
-    api_total: int = 0
-    windows: set[tuple[str, str]] = field(default_factory=set)
-    preview: pl.DataFrame | None = None
-
-
-async def _pull_day(
-    contact_center: ContactCenterResource,
-    log: logging.Logger | dg.DagsterLogManager,
-    partition: str,
-    write: Any,
-) -> PullStats:
-    """Fetch one day, decode every page and hand it to `write`, in page order.
-
-    `write` runs in one worker thread, overlapped with the fetch and decode: Parquet encoding
-    and compression release the GIL, so the second core works while the event loop receives.
-    (Decoding stays here: in the thread its many short GIL hand-offs made it slower.)
-    """
-    start, end = partition_window(partition)
-    stats = PullStats()
-    loop = asyncio.get_running_loop()
-    landing: deque[asyncio.Future[None]] = deque()
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="raw-cdrs") as pool:
-        try:
-            async with contact_center.client(log) as client:
-                async for page in client.fetch_cdr_pages(start, end):
-                    frame = decode_page(page.body)
-                    if frame.height:
-                        landing.append(loop.run_in_executor(pool, write, frame))
-                    stats.rows += frame.height
-                    if stats.preview is None and frame.height:
-                        stats.preview = frame.head(PREVIEW_ROWS)
-                    stats.pages += 1
-                    stats.bytes += len(page.body)
-                    window = (page.window_start.isoformat(), page.window_end.isoformat())
-                    # metadata.total is per sub-window: count it once per window, not per page.
-                    if window not in stats.windows:
-                        stats.windows.add(window)
-                        stats.api_total += page.total
-                    if len(landing) >= WRITE_AHEAD_PAGES:
-                        await landing.popleft()
-            while landing:
-                await landing.popleft()
-        finally:
-            # On failure: queued writes are dropped and the pool's shutdown waits for the
-            # running one, so `write` is never called after we return.
-            for fut in landing:
-                if not fut.cancel() and not fut.cancelled():
-                    fut.exception()  # retrieved; the first error is already propagating
-    return stats
-
-
-def land_raw_day(
-    contact_center: ContactCenterResource,
-    warehouse: WarehouseResource,
-    log: logging.Logger | dg.DagsterLogManager,
-    partition: str,
-) -> PullStats:
-    """Pull one UTC day and replace its `raw_cdrs` partition atomically; returns the pull stats.
-
-    The one code path for the asset and `bench.ingest`, so the bench measures what users run.
-    A lake holding another source's data refuses the write before the API is called."""
-    source = contact_center.source_id
-    with warehouse.lake().writer(RAW_CDRS, f"date={partition}", source=source) as writer:
-        buffer = RowGroupBuffer(writer.write)
-        stats = asyncio.run(_pull_day(contact_center, log, partition, buffer.add))
-        buffer.flush()
-    return stats
-
-
 def _timing(rows: int, seconds: float) -> dict[str, Any]:
     return {
         "seconds": round(seconds, 3),
@@ -251,133 +122,111 @@ def _timing(rows: int, seconds: float) -> dict[str, Any]:
     }
 
 
+def _preview(frame: pl.DataFrame | None) -> dg.MetadataValue:
+    return dg.MetadataValue.md(markdown_preview(frame) if frame is not None else "_(empty)_")
+
+
 def build_cdr_assets(
     partitions_def: dg.PartitionsDefinition[str],
     retry_policy: dg.RetryPolicy,
 ) -> list[dg.AssetsDefinition]:
-    """`raw_cdrs` and the normalization multi-asset, on the given daily partitions."""
+    """`raw_cdrs` and the typed CDR tables of one day: one step that fetches, decodes once,
+    writes every table and computes every CDR check (`pipelines.cdr_day`)."""
     backfill = dg.BackfillPolicy.multi_run(max_partitions_per_run=1)
-
-    @dg.asset(
-        name=RAW_CDRS,
-        group_name=CDR_GROUP,
-        partitions_def=partitions_def,
-        backfill_policy=backfill,
-        pool=API_POOL,
-        retry_policy=retry_policy,
-        freshness_policy=nightly_freshness(),
-        kinds={"parquet", "api"},
-        check_specs=[
-            dg.AssetCheckSpec(
-                ROW_COUNT_CHECK,
-                asset=RAW_CDRS,
-                blocking=True,
-                description="Rows written equal the API's metadata.total for the window.",
-            )
-        ],
-    )
-    def raw_cdrs(
-        context: dg.AssetExecutionContext,
-        contact_center: ContactCenterResource,
-        warehouse: WarehouseResource,
-    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-        """Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them.
-
-        Pages are streamed into one temporary Parquet file that replaces the partition only
-        when the whole day has arrived, so a failed run leaves the previous day whole.
-        """
-        partition = context.partition_key
-        begun = time.perf_counter()
-        try:
-            stats = land_raw_day(contact_center, warehouse, context.log, partition)
-        except ContactCenterError as exc:
-            raise api_failure(exc, partition=partition) from exc
-        except LakeSourceConflict as exc:
-            raise config_failure(str(exc), "LakeSourceConflict") from None
-        seconds = time.perf_counter() - begun
-        warehouse.refresh_warehouse()
-        preview = markdown_preview(stats.preview) if stats.preview is not None else "_(empty)_"
-        yield dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": stats.rows,
-                "api_total": stats.api_total,
-                "pages": stats.pages,
-                "sub_windows": len(stats.windows),
-                "bytes": stats.bytes,
-                **_timing(stats.rows, seconds),
-                "preview": dg.MetadataValue.md(preview),
-            }
-        )
-        yield dg.AssetCheckResult(
-            check_name=ROW_COUNT_CHECK,
-            passed=stats.rows == stats.api_total,
-            metadata={
-                "rows": stats.rows,
-                "api_total": stats.api_total,
-                "difference": stats.rows - stats.api_total,
-            },
-        )
-
-    @dg.multi_asset(
-        name="normalize_cdrs",
-        group_name=CDR_GROUP,
-        partitions_def=partitions_def,
-        backfill_policy=backfill,
-        retry_policy=retry_policy,
-        specs=[
+    specs = [
+        dg.AssetSpec(
+            RAW_CDRS,
+            kinds={"parquet", "api"},
+            freshness_policy=nightly_freshness(),
+            description=RAW_DESCRIPTION,
+            skippable=True,
+        ),
+        *(
             dg.AssetSpec(
                 table,
                 deps=[RAW_CDRS],
                 kinds={"parquet", "polars"},
                 freshness_policy=nightly_freshness(),
                 description=_NORMALIZED_DESCRIPTIONS[table],
+                skippable=True,
             )
             for table in NORMALIZED_TABLES
-        ],
+        ),
+    ]
+
+    @dg.multi_asset(
+        name=RAW_CDRS,
+        group_name=CDR_GROUP,
+        partitions_def=partitions_def,
+        backfill_policy=backfill,
+        pool=API_POOL,
+        retry_policy=retry_policy,
+        specs=specs,
+        check_specs=list(CDR_CHECK_SPECS),
+        can_subset=True,
     )
-    def normalize_cdrs(
-        context: dg.AssetExecutionContext, warehouse: WarehouseResource
-    ) -> Iterator[dg.MaterializeResult[Any]]:
-        """Typed tables of one day from its raw partition, batch by batch (bounded memory)."""
+    def raw_cdrs(
+        context: dg.AssetExecutionContext,
+        contact_center: ContactCenterResource,
+        warehouse: WarehouseResource,
+    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
+        """One UTC day (`started_at` in [day, day+1)): the records exactly as the API sent them,
+        and the typed tables projected from them, each replaced atomically.
+
+        Selected without `raw_cdrs`, the typed tables are normalized again from the lake's
+        `raw_cdrs` partition, without calling the API."""
         partition = context.partition_key
-        begun = time.perf_counter()
-        counts = dict.fromkeys(NORMALIZED_TABLES, 0)
-        previews: dict[str, pl.DataFrame] = {}
+        selected = {key.to_user_string() for key in context.selected_asset_keys}
+        tables = [t for t in NORMALIZED_TABLES if t in selected]
         lake = warehouse.lake()
-        key = f"date={partition}"
-        # The typed tables come from the raw partition, so they carry its source.
-        source = lake.partition_source(RAW_CDRS, key)
-        with ExitStack() as stack:
-            writers = {
-                table: stack.enter_context(lake.writer(table, key, source=source))
-                for table in NORMALIZED_TABLES
-            }
-            for raw in read_partition_batches(warehouse, RAW_CDRS, f"date={partition}"):
-                tables = normalize(raw)
-                for table, attr in NORMALIZED_TABLES.items():
-                    frame: pl.DataFrame = getattr(tables, attr)
-                    if frame.height:
-                        writers[table].write(frame)
-                        counts[table] += frame.height
-                        previews.setdefault(table, frame.head(PREVIEW_ROWS))
+        begun = time.perf_counter()
+        withheld = False
+        if RAW_CDRS in selected:
+            try:
+                stats, checks = land_day(contact_center, lake, context.log, partition, tables)
+            except ContactCenterError as exc:
+                raise api_failure(exc, partition=partition) from exc
+            except LakeSourceConflict as exc:
+                raise config_failure(str(exc), "LakeSourceConflict") from None
+            withheld = stats.rows != stats.api_total
+        else:
+            stats, checks = renormalize_day(lake, partition, tables)
         seconds = time.perf_counter() - begun
-        warehouse.refresh_warehouse(partition)
-        for table, rows in counts.items():
-            preview = previews.get(table)
+        if RAW_CDRS in selected:
+            yield dg.MaterializeResult(
+                asset_key=RAW_CDRS,
+                metadata={
+                    "dagster/row_count": stats.rows,
+                    "api_total": stats.api_total,
+                    "pages": stats.pages,
+                    "sub_windows": len(stats.windows),
+                    "bytes": stats.bytes,
+                    **_timing(stats.rows, seconds),
+                    "preview": _preview(stats.previews.get(RAW_CDRS)),
+                },
+            )
+            yield row_count_result(stats.rows, stats.api_total)
+        if withheld or not tables:
+            return  # blocking: nothing typed is published from a day that does not add up
+        for table in tables:
             yield dg.MaterializeResult(
                 asset_key=table,
                 metadata={
-                    "dagster/row_count": rows,
-                    **_timing(counts["cdrs"], seconds),
-                    "preview": dg.MetadataValue.md(
-                        markdown_preview(preview) if preview is not None else "_(empty)_"
-                    ),
+                    "dagster/row_count": stats.counts.get(table, 0),
+                    **_timing(stats.rows, seconds),
+                    "preview": _preview(stats.previews.get(table)),
                 },
             )
+        yield from selected_checks(
+            checks.results(known_user_ids(lake)), context.selected_asset_check_keys
+        )
 
-    return [raw_cdrs, normalize_cdrs]
+    return [raw_cdrs]
 
 
+RAW_DESCRIPTION = (
+    "Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them."
+)
 _NORMALIZED_DESCRIPTIONS: Mapping[str, str] = {
     "cdrs": "The CDR fact table: common fields, from/to and user flattened, exact cost.",
     "cdr_calls": "Call CDRs: every field of the spec's call data as a typed column.",
@@ -386,39 +235,6 @@ _NORMALIZED_DESCRIPTIONS: Mapping[str, str] = {
     "cdr_hlr_lookups": "HLR lookup CDRs: reachable, roaming, related call.",
     "cdr_quarantine": "Raw records that could not be normalized, with the reason; should be empty.",
 }
-
-
-def read_partition_batches(
-    warehouse: WarehouseResource,
-    table: str,
-    partition: str,
-    *,
-    columns: Sequence[str] | None = None,
-    batch_rows: int = NORMALIZE_BATCH_ROWS,
-) -> Iterator[pl.DataFrame]:
-    """The rows of one lake partition, a bounded batch at a time; nothing if it is absent."""
-    parquet = warehouse.lake().open_parquet(table, partition)
-    if parquet is None:
-        return
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        yield frame
-
-
-def read_partition(
-    warehouse: WarehouseResource,
-    table: str,
-    partition: str,
-    *,
-    columns: Sequence[str] | None = None,
-) -> pl.DataFrame:
-    """A whole lake partition (checks read only the key columns); empty if it is absent."""
-    frames = list(read_partition_batches(warehouse, table, partition, columns=columns))
-    if frames:
-        return pl.concat(frames, how="vertical_relaxed")
-    spec = TABLES[table].file_schema()
-    return pl.DataFrame(schema={c: spec[c] for c in (columns or spec.names())})
 
 
 # --- Snapshot assets -------------------------------------------------------------------------
@@ -581,7 +397,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         key = f"snapshot_date={taken_at.date().isoformat()}"
         for table in source.tables:
             lake.write(table, key, frames[table], source=source_id)
-        warehouse.refresh_warehouse()
+        warehouse.refresh_views()
         for table in source.tables:
             frame = frames[table]
             yield dg.MaterializeResult(

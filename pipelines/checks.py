@@ -1,23 +1,27 @@
 """Asset checks: every reconciliation of the pipeline, visible per partition in the Dagster UI.
 
-CDR checks run per daily partition on what the lake holds for that day. The row-count check
-against the API's `metadata.total` lives inside `raw_cdrs` itself (it needs the totals seen
-during the fetch) and is blocking; these run after normalization. Snapshot checks read the
-latest snapshot of each table.
+The CDR checks are computed in the step that writes the day (`DayChecks` sees every row group as
+it is written), so no step reads a partition back to check it; they are check specs of that
+step, with the names, assets and blocking behaviour they always had. The row count against the
+API's `metadata.total` is blocking: when it fails, the day's typed tables are not written. The
+snapshot checks read the latest snapshot of each table.
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 import dagster as dg
 import polars as pl
 
-from models.tables import TYPE_TABLES
-from pipelines.assets import RAW_CDRS, read_partition
+from models.tables import TABLES, TYPE_TABLES
 from pipelines.partitions import partition_window
 from pipelines.resources import WarehouseResource
+from warehouse.lake import Lake
+from warehouse.normalize import NormalizedTables
 
+RAW_CDRS = "raw_cdrs"
+ROW_COUNT_CHECK = "row_count_matches_api_total"
 # Per-type table name -> the CDR `type` value whose rows it holds.
 TABLE_TYPES: dict[str, str] = {spec.name: kind for kind, spec in TYPE_TABLES.items()}
 # Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
@@ -33,182 +37,213 @@ SNAPSHOT_ID_TABLES: tuple[str, ...] = (
 )
 SAMPLE = 5
 
+CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
+    dg.AssetCheckSpec(
+        ROW_COUNT_CHECK,
+        asset=RAW_CDRS,
+        blocking=True,
+        description="Rows written equal the API's metadata.total for the window.",
+    ),
+    dg.AssetCheckSpec(
+        "cdrs_ids_unique",
+        asset="cdrs",
+        description="CDR ids are unique within the day (re-runs must not duplicate).",
+    ),
+    dg.AssetCheckSpec(
+        "cdrs_started_at_in_window",
+        asset="cdrs",
+        description="Every started_at lies inside the partition's [day, day+1) UTC window.",
+    ),
+    dg.AssetCheckSpec(
+        "cdrs_keys_not_null",
+        asset="cdrs",
+        description="No nulls in the keys (id, type, started_at) of cdrs and the type tables.",
+    ),
+    dg.AssetCheckSpec(
+        "cdrs_type_tables_add_up",
+        asset="cdrs",
+        description="Each per-type table holds exactly the cdrs rows of its type.",
+    ),
+    dg.AssetCheckSpec(
+        "cdrs_users_known",
+        asset="cdrs",
+        description="Every CDR user id is in the users dimension (active or deleted).",
+    ),
+    dg.AssetCheckSpec(
+        "cdr_quarantine_empty",
+        asset="cdr_quarantine",
+        description="No record was quarantined, and raw = cdrs + quarantine rows (none dropped).",
+    ),
+)
+
 
 def _sample(values: pl.Series) -> list[str]:
     return [str(v) for v in values.head(SAMPLE).to_list()]
 
 
-def _day(context: dg.AssetCheckExecutionContext) -> str:
-    return f"date={context.partition_key}"
+@dataclass
+class DayChecks:
+    """What the CDR checks need, gathered from each row group as it is written."""
 
+    partition: str
+    raw_rows: int = 0
+    ids: list[pl.Series] = field(default_factory=list)
+    outside: int = 0
+    outside_sample: list[str] = field(default_factory=list)
+    nulls: dict[str, int] = field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
+    table_rows: dict[str, int] = field(default_factory=dict)
+    user_ids: set[str] = field(default_factory=set)
+    quarantined: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    quarantine_sample: list[str] = field(default_factory=list)
 
-def build_cdr_checks(
-    partitions_def: dg.PartitionsDefinition[str],
-) -> list[dg.AssetChecksDefinition]:
-    """Per-partition checks on the normalized CDR tables."""
+    def add(self, raw_rows: int, tables: NormalizedTables) -> None:
+        """Fold one normalized row group into the tallies (cheap column reductions only)."""
+        start, end = partition_window(self.partition)
+        cdrs = tables.cdrs
+        self.raw_rows += raw_rows
+        self.ids.append(cdrs["id"])
+        started = pl.col("started_at")
+        outside = cdrs.filter(started.is_null() | (started < start) | (started >= end))
+        self.outside += outside.height
+        self.outside_sample = (self.outside_sample + _sample(outside["id"]))[:SAMPLE]
+        for column in ("id", "type", "started_at"):
+            self._count(self.nulls, f"cdrs.{column}", cdrs[column].null_count())
+        for kind, n in cdrs.group_by("type").len().iter_rows():
+            self._count(self.by_type, str(kind), int(n))
+        for table, frame in tables.tables().items():
+            self._count(self.table_rows, table, frame.height)
+            if table in TABLE_TYPES:
+                self._count(self.nulls, f"{table}.id", frame["id"].null_count())
+        self.user_ids.update(cdrs["user_id"].drop_nulls().unique().to_list())
+        quarantine = tables.quarantine
+        self.quarantined += quarantine.height
+        for reason, n in quarantine.group_by("reason").len().iter_rows():
+            self._count(self.reasons, str(reason), int(n))
+        self.quarantine_sample = (self.quarantine_sample + _sample(quarantine["id"]))[:SAMPLE]
 
-    @dg.asset_check(
-        asset="cdrs",
-        partitions_def=partitions_def,
-        description="CDR ids are unique within the day (re-runs must not duplicate).",
-    )
-    def cdrs_ids_unique(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        ids = read_partition(warehouse, "cdrs", _day(context), columns=["id"])["id"]
+    @staticmethod
+    def _count(tally: dict[str, int], key: str, n: int) -> None:
+        tally[key] = tally.get(key, 0) + n
+
+    def results(self, known_users: pl.Series) -> list[dg.AssetCheckResult]:
+        """Every check of the typed tables (the row count is `row_count_result`)."""
+        ids = pl.concat(self.ids) if self.ids else pl.Series("id", [], dtype=pl.String)
         dupes = ids.filter(ids.is_duplicated()).unique()
-        return dg.AssetCheckResult(
-            passed=dupes.len() == 0,
-            metadata={"rows": ids.len(), "duplicate_ids": dupes.len(), "sample": _sample(dupes)},
-        )
-
-    @dg.asset_check(
-        asset="cdrs",
-        partitions_def=partitions_def,
-        description="Every started_at lies inside the partition's [day, day+1) UTC window.",
-    )
-    def cdrs_started_at_in_window(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        start, end = partition_window(context.partition_key)
-        df = read_partition(warehouse, "cdrs", _day(context), columns=["id", "started_at"])
-        outside = df.filter(
-            pl.col("started_at").is_null()
-            | (pl.col("started_at") < start)
-            | (pl.col("started_at") >= end)
-        )
-        return dg.AssetCheckResult(
-            passed=outside.height == 0,
-            metadata={
-                "window_start": start.isoformat(),
-                "window_end": end.isoformat(),
-                "outside": outside.height,
-                "sample": _sample(outside["id"]),
-            },
-        )
-
-    @dg.asset_check(
-        asset="cdrs",
-        partitions_def=partitions_def,
-        description="No nulls in the keys (id, type, started_at) of cdrs and the type tables.",
-    )
-    def cdrs_keys_not_null(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        nulls: dict[str, int] = {}
-        cdrs = read_partition(
-            warehouse, "cdrs", _day(context), columns=["id", "type", "started_at"]
-        )
-        for column in cdrs.columns:
-            nulls[f"cdrs.{column}"] = cdrs[column].null_count()
-        for table in TABLE_TYPES:
-            ids = read_partition(warehouse, table, _day(context), columns=["id"])
-            nulls[f"{table}.id"] = ids["id"].null_count()
-        return dg.AssetCheckResult(
-            passed=not any(nulls.values()),
-            metadata={"null_counts": nulls},
-        )
-
-    @dg.asset_check(
-        asset="cdrs",
-        partitions_def=partitions_def,
-        additional_deps=list(TABLE_TYPES),
-        description="Each per-type table holds exactly the cdrs rows of its type.",
-    )
-    def cdrs_type_tables_add_up(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        cdrs = read_partition(warehouse, "cdrs", _day(context), columns=["id", "type"])
-        by_type = dict(cdrs.group_by("type").len().iter_rows())
-        compare: dict[str, dict[str, Any]] = {}
-        for table, kind in TABLE_TYPES.items():
-            rows = read_partition(warehouse, table, _day(context), columns=["id"]).height
-            compare[table] = {"rows": rows, "cdrs_of_type": int(by_type.get(kind, 0))}
-        unknown = cdrs.filter(
-            ~pl.col("type").is_in(pl.Series(list(TABLE_TYPES.values())).implode())
-        ).height
+        start, end = partition_window(self.partition)
+        cdrs_rows = self.table_rows.get("cdrs", 0)
+        compare = {
+            table: {
+                "rows": self.table_rows.get(table, 0),
+                "cdrs_of_type": self.by_type.get(kind, 0),
+            }
+            for table, kind in TABLE_TYPES.items()
+        }
         typed = sum(v["rows"] for v in compare.values())
-        return dg.AssetCheckResult(
-            passed=all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
-            and typed + unknown == cdrs.height,
-            metadata={
-                "cdrs": cdrs.height,
-                "typed_rows": typed,
-                "unknown_type_rows": unknown,
-                "by_table": compare,
-            },
-        )
+        unknown = sum(n for kind, n in self.by_type.items() if kind not in TABLE_TYPES.values())
+        users = pl.Series("user_id", sorted(self.user_ids), dtype=pl.String)
+        missing = users.filter(~users.is_in(known_users.implode()))
+        nulls = {
+            key: self.nulls.get(key, 0)
+            for key in [*(f"cdrs.{c}" for c in ("id", "type", "started_at"))]
+            + [f"{t}.id" for t in TABLE_TYPES]
+        }
+        return [
+            dg.AssetCheckResult(
+                asset_key="cdrs",
+                check_name="cdrs_ids_unique",
+                passed=dupes.len() == 0,
+                metadata={
+                    "rows": ids.len(),
+                    "duplicate_ids": dupes.len(),
+                    "sample": _sample(dupes),
+                },
+            ),
+            dg.AssetCheckResult(
+                asset_key="cdrs",
+                check_name="cdrs_started_at_in_window",
+                passed=self.outside == 0,
+                metadata={
+                    "window_start": start.isoformat(),
+                    "window_end": end.isoformat(),
+                    "outside": self.outside,
+                    "sample": self.outside_sample,
+                },
+            ),
+            dg.AssetCheckResult(
+                asset_key="cdrs",
+                check_name="cdrs_keys_not_null",
+                passed=not any(nulls.values()),
+                metadata={"null_counts": nulls},
+            ),
+            dg.AssetCheckResult(
+                asset_key="cdrs",
+                check_name="cdrs_type_tables_add_up",
+                passed=all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
+                and typed + unknown == cdrs_rows,
+                metadata={
+                    "cdrs": cdrs_rows,
+                    "typed_rows": typed,
+                    "unknown_type_rows": unknown,
+                    "by_table": compare,
+                },
+            ),
+            dg.AssetCheckResult(
+                asset_key="cdrs",
+                check_name="cdrs_users_known",
+                passed=missing.len() == 0,
+                # A warning: the users snapshot may simply be older than the newest agents.
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={
+                    "cdr_users": users.len(),
+                    "known_users": known_users.len(),
+                    "unknown_users": missing.len(),
+                    "sample": _sample(missing),
+                },
+            ),
+            dg.AssetCheckResult(
+                asset_key="cdr_quarantine",
+                check_name="cdr_quarantine_empty",
+                passed=self.quarantined == 0 and self.raw_rows == cdrs_rows + self.quarantined,
+                metadata={
+                    "raw_rows": self.raw_rows,
+                    "cdrs_rows": cdrs_rows,
+                    "quarantined": self.quarantined,
+                    "reasons": dict(list(self.reasons.items())[:SAMPLE]),
+                    "sample": self.quarantine_sample,
+                },
+            ),
+        ]
 
-    @dg.asset_check(
-        asset="cdrs",
-        partitions_def=partitions_def,
-        additional_deps=["users"],
-        description="Every CDR user id is in the users dimension (active or deleted).",
+
+def row_count_result(rows: int, api_total: int) -> dg.AssetCheckResult:
+    """The blocking check: rows written equal the API's metadata.total of the day's windows."""
+    return dg.AssetCheckResult(
+        asset_key=RAW_CDRS,
+        check_name=ROW_COUNT_CHECK,
+        passed=rows == api_total,
+        metadata={"rows": rows, "api_total": api_total, "difference": rows - api_total},
     )
-    def cdrs_users_known(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        users = known_user_ids(warehouse)
-        cdr_users = (
-            read_partition(warehouse, "cdrs", _day(context), columns=["user_id"])["user_id"]
-            .drop_nulls()
-            .unique()
-        )
-        missing = cdr_users.filter(~cdr_users.is_in(users.implode()))
-        return dg.AssetCheckResult(
-            passed=missing.len() == 0,
-            # A warning: the users snapshot may simply be older than the newest agents.
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "cdr_users": cdr_users.len(),
-                "known_users": users.len(),
-                "unknown_users": missing.len(),
-                "sample": _sample(missing),
-            },
-        )
 
-    @dg.asset_check(
-        asset="cdr_quarantine",
-        partitions_def=partitions_def,
-        additional_deps=[RAW_CDRS, "cdrs"],
-        description="No record was quarantined, and raw = cdrs + quarantine rows (none dropped).",
-    )
-    def cdr_quarantine_empty(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-    ) -> dg.AssetCheckResult:
-        quarantined = read_partition(
-            warehouse, "cdr_quarantine", _day(context), columns=["id", "reason"]
-        )
-        raw = read_partition(warehouse, RAW_CDRS, _day(context), columns=["id"]).height
-        cdrs = read_partition(warehouse, "cdrs", _day(context), columns=["id"]).height
-        reasons = dict(quarantined.group_by("reason").len().head(SAMPLE).iter_rows())
-        return dg.AssetCheckResult(
-            passed=quarantined.height == 0 and raw == cdrs + quarantined.height,
-            metadata={
-                "raw_rows": raw,
-                "cdrs_rows": cdrs,
-                "quarantined": quarantined.height,
-                "reasons": {str(k): int(v) for k, v in reasons.items()},
-                "sample": _sample(quarantined["id"]),
-            },
-        )
 
+def selected(
+    results: Sequence[dg.AssetCheckResult], keys: Collection[dg.AssetCheckKey]
+) -> list[dg.AssetCheckResult]:
+    """The results whose check is in the run's selection."""
     return [
-        cdrs_ids_unique,
-        cdrs_started_at_in_window,
-        cdrs_keys_not_null,
-        cdrs_type_tables_add_up,
-        cdrs_users_known,
-        cdr_quarantine_empty,
+        r
+        for r in results
+        if r.asset_key is not None and dg.AssetCheckKey(r.asset_key, r.check_name or "") in keys
     ]
 
 
-def known_user_ids(warehouse: WarehouseResource) -> pl.Series:
+def known_user_ids(lake: Lake) -> pl.Series:
     """Every user id seen in any users snapshot (active or deleted)."""
-    lake = warehouse.lake()
     ids = [
-        read_partition(warehouse, "users", key, columns=["id"])["id"]
+        frame["id"]
         for key in lake.partitions("users")
+        for frame in lake.iter_batches("users", key, columns=["id"])
     ]
     return pl.concat(ids).unique() if ids else pl.Series("id", [], dtype=pl.String)
 
@@ -217,10 +252,13 @@ def latest_snapshot(
     warehouse: WarehouseResource, table: str, columns: Sequence[str]
 ) -> pl.DataFrame:
     """The newest snapshot of a table (empty frame when none was taken yet)."""
-    keys = warehouse.lake().partitions(table)
-    return read_partition(
-        warehouse, table, keys[-1] if keys else "snapshot_date=none", columns=columns
-    )
+    lake = warehouse.lake()
+    keys = lake.partitions(table)
+    frames = list(lake.iter_batches(table, keys[-1], columns=columns)) if keys else []
+    if frames:
+        return pl.concat(frames)
+    spec = TABLES[table].file_schema()
+    return pl.DataFrame(schema={c: spec[c] for c in columns})
 
 
 def _ids_check(table: str) -> dg.AssetChecksDefinition:

@@ -297,7 +297,7 @@ def cmd_ingest(
             out=out,
         )
     if not warehouse.lake().is_local:
-        warehouse.build_views()  # the runs refreshed only the lake (see refresh_warehouse)
+        warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
     if not report.success:
         failed = [r.label for r in report.runs if not r.success or r.checks_failed]
         print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)

@@ -24,6 +24,7 @@ from datetime import date
 import dagster as dg
 from dagster._utils.warnings import BetaWarning, PreviewWarning
 
+from pipelines.aggregates import build_aggregate_assets
 from pipelines.assets import (
     CDR_GROUP,
     SNAPSHOT_GROUP,
@@ -31,7 +32,7 @@ from pipelines.assets import (
     build_cdr_assets,
     build_snapshot_assets,
 )
-from pipelines.checks import build_cdr_checks, build_snapshot_checks
+from pipelines.checks import build_snapshot_checks
 from pipelines.partitions import DEFAULT_START_DATE, daily_partitions
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
@@ -39,7 +40,7 @@ from pipelines.sensors import failure_summary_sensor
 
 CDR_JOB = "cdr_daily"
 # What each run's forkserver imports once for all its steps.
-PRELOAD_MODULES = ("dagster", "polars", "duckdb", "pipelines.assets", "pipelines.checks")
+PRELOAD_MODULES = ("dagster", "polars", "duckdb", "pipelines.assets", "pipelines.aggregates")
 SNAPSHOT_JOB = "snapshots"
 
 
@@ -59,9 +60,12 @@ def build_defs(
         # chose on purpose (README "Running the pipeline"); do not repeat that on every load.
         warnings.simplefilter("ignore", BetaWarning)
         warnings.simplefilter("ignore", PreviewWarning)
-        cdr_assets = build_cdr_assets(partitions_def, retry)
+        cdr_assets = [
+            *build_cdr_assets(partitions_def, retry),
+            *build_aggregate_assets(partitions_def, retry, CDR_GROUP),
+        ]
         snapshot_assets = build_snapshot_assets(retry)
-        checks = [*build_cdr_checks(partitions_def), *build_snapshot_checks()]
+        checks = build_snapshot_checks()
     cdr_keys = [key for a in cdr_assets for key in a.keys]
     snapshot_keys = [key for a in snapshot_assets for key in a.keys]
     cdr_job = dg.define_asset_job(

@@ -220,25 +220,19 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def lake(self) -> Lake:
         return Lake(self.resolved_lake_uri)
 
-    def refresh_warehouse(self, partition: str | None = None) -> Path:
-        """Rebuild `warehouse.duckdb` (views only, atomic rename): never blocks an analyst.
+    def refresh_views(self) -> bool:
+        """Rebuild `warehouse.duckdb`'s views (atomic rename, never blocks an analyst) when they
+        would change; True if rebuilt. Called once at the end of a run.
 
-        On an object-store lake a run's disk is usually thrown away with its pod, so only the
-        lake's per-day aggregates are refreshed; whoever queries builds the views
-        (`cdrhouse sql` does so when it has none, `cdrhouse lake views` on demand), and their
-        `s3://` globs see new partitions without a rebuild. `partition` is the CDR day a
-        normalization run wrote (None from the other assets)."""
-        from warehouse.duck import build_warehouse, materialize_aggregates
+        On an object-store lake a run's disk is usually thrown away with its pod: whoever
+        queries builds the views (`cdrhouse sql` does so when it has none, `cdrhouse lake
+        views` on demand), and their `s3://` globs see new partitions without a rebuild."""
+        from warehouse.duck import refresh_views
 
-        lake = self.lake()
-        if not lake.is_local:
-            # Only the day this run normalized: the aggregates come from the CDR tables.
-            if partition is not None:
-                materialize_aggregates(lake, only=[f"date={partition}"])
-            return self.data_path / "warehouse.duckdb"
+        if not self.lake().is_local:
+            return False
         self.data_path.mkdir(parents=True, exist_ok=True)
-        build_warehouse(self.data_path, self.resolved_lake_uri)
-        return self.data_path / "warehouse.duckdb"
+        return refresh_views(self.data_path, self.resolved_lake_uri)
 
     def build_views(self) -> Path:
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""

@@ -16,6 +16,15 @@ CDR_ASSETS = {
     "cdr_hlr_lookups",
     "cdr_quarantine",
 }
+# The per-day reporting aggregates, downstream of the typed CDR tables (same partitions).
+AGG_ASSETS = {
+    "agg_daily_volume",
+    "agg_agent_performance",
+    "agg_queue_service",
+    "agg_campaign_outcomes",
+    "agg_cost_daily",
+    "agg_sms_delivery",
+}
 SNAPSHOT_ASSETS = {
     "users",
     "user_teams",
@@ -41,7 +50,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
     assert isinstance(defs, dg.Definitions)
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert keys == CDR_ASSETS | SNAPSHOT_ASSETS
+    assert keys == CDR_ASSETS | AGG_ASSETS | SNAPSHOT_ASSETS
     jobs = {j.name for j in repo.get_all_jobs()}
     assert {"cdr_daily", "snapshots"} <= jobs
     assert repo.get_schedule_def("nightly").cron_schedule == "0 1 * * *"
@@ -50,13 +59,19 @@ def test_definitions_load_and_pin_asset_keys() -> None:
     assert ("raw_cdrs", "row_count_matches_api_total") in checks
     assert ("cdrs", "cdrs_users_known") in checks
     assert ("balance_snapshots", "balance_is_decimal") in checks
-    assert len(checks) == 15
+    assert ("agg_daily_volume", "agg_daily_volume_matches_cdrs") in checks
+    assert len(checks) == 16
+    # The aggregates are partitioned like the CDR days and downstream of the typed tables.
+    agg = repo.asset_graph.get(dg.AssetKey("agg_daily_volume"))
+    assert agg.partitions_def == repo.asset_graph.get(dg.AssetKey("cdrs")).partitions_def
+    assert dg.AssetKey("cdrs") in agg.parent_keys
 
 
 def test_api_assets_share_one_pool_and_have_policies() -> None:
     repo = defs.get_repository_def()
     graph = repo.asset_graph
-    api_assets = {"raw_cdrs"} | SNAPSHOT_ASSETS
+    # The typed CDR tables are written by the step that fetches the day (one pass, issue 13).
+    api_assets = CDR_ASSETS | SNAPSHOT_ASSETS
     for name in CDR_ASSETS | SNAPSHOT_ASSETS:
         node = graph.get(dg.AssetKey(name))
         assets_def = node.assets_def

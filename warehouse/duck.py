@@ -23,6 +23,7 @@ paths and every connection registers the lake's fsspec filesystem (`connect()` d
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import uuid
@@ -31,13 +32,17 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
+from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, is_local_uri
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
+# One-row view: what the views were built from (see `views_fingerprint`).
+FINGERPRINT_VIEW = "_cdrhouse_views"
 # How long one DuckDB connection trusts its listing of an object-store lake.
 LISTING_CACHE_S = 30.0
 BUILD_ATTEMPTS = 3
@@ -108,7 +113,9 @@ def _base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
     typed = ", ".join(
         f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
     )
-    if day and spec.partition_key == "date":
+    if day and spec.partition_key != "date":
+        return _empty_sql(spec)  # one day's aggregates read only that day's CDR tables
+    if day:
         key = f"date={day}"
         if not lake.exists(spec.name, key):
             return _empty_sql(spec)
@@ -297,21 +304,30 @@ def materialize_aggregates(lake: Lake | Path | str, only: Collection[str] | None
         stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
         if not stale:
             continue
-        con = duckdb.connect()
-        try:
-            create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
-            for agg in stale:
-                table = con.sql(f"SELECT * EXCLUDE (date) FROM {_q(agg)}").to_arrow_table()
-                lake.write(agg, key, table, schema=table.schema)
-                lake.set_stamp(agg, key, newest)
-                refreshed += 1
-        finally:
-            con.close()
+        for agg, table in aggregate_day(lake, key, only=stale).items():
+            lake.write(agg, key, table, schema=table.schema)
+            lake.set_stamp(agg, key, newest)
+            refreshed += 1
     # A date whose CDR partitions were all deleted loses its aggregates too.
     for agg in aggs if only is None else ():
         for key in set(agg_stamps[agg]) - days:
             lake.delete_partition(agg, key)
     return refreshed
+
+
+def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> dict[str, pa.Table]:
+    """Every `agg_*` pre-aggregate (or `only` those) of one date partition, from that date's
+    CDR partitions alone: the cost does not grow with the days the lake holds."""
+    con = duckdb.connect()
+    try:
+        create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
+        return {
+            agg: con.sql(f"SELECT * EXCLUDE (date) FROM {_q(agg)}").to_arrow_table()
+            for agg in aggregate_names()
+            if only is None or agg in only
+        }
+    finally:
+        con.close()
 
 
 def default_lake_uri(data_dir: Path) -> str:
@@ -339,6 +355,11 @@ def build_warehouse(
             try:
                 with lake.cached_listing():
                     create_views(con, lake)
+                    fingerprint = views_fingerprint(lake)
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
+                    f"SELECT {_lit(fingerprint)} AS fingerprint"
+                )
                 con.execute("CHECKPOINT")
                 break
             except duckdb.Error as exc:
@@ -355,6 +376,44 @@ def build_warehouse(
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
     return final
+
+
+def views_fingerprint(lake: Lake) -> str:
+    """What the views depend on: the lake and its source, which tables have files (a table's
+    first partition turns its empty view into a scan), and the code and SQL that write them.
+    New partitions of a table that has files need no rebuild: its glob finds them."""
+    digest = hashlib.sha256()
+    digest.update(f"{lake.uri}\0{lake.source()}\0".encode())
+    for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
+        digest.update(f"{name}={lake.has_data(name)}\0".encode())
+    for path in [Path(__file__), Path(tables_module.__file__ or ""), *reporting_sql_files()]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def built_fingerprint(data_dir: Path) -> str | None:
+    """The fingerprint `warehouse.duckdb` was built with (None: absent or older than that)."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            row = con.execute(f"SELECT fingerprint FROM {FINGERPRINT_VIEW}").fetchone()
+    except duckdb.Error:
+        return None
+    return str(row[0]) if row else None
+
+
+def refresh_views(data_dir: Path, lake_uri: str | None = None) -> bool:
+    """Rebuild `warehouse.duckdb` only when its views would change; True if it was rebuilt.
+
+    The cost does not grow with the days the lake holds: one listing per table and one small
+    read of the current file, unless a table got its first partition or the code changed."""
+    lake = Lake(lake_uri or default_lake_uri(Path(data_dir).resolve()))
+    if built_fingerprint(data_dir) == views_fingerprint(lake):
+        return False
+    build_warehouse(data_dir, lake_uri, materialize=False)
+    return True
 
 
 def lake_moved(exc: BaseException) -> bool:

@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -530,6 +530,17 @@ class Lake:
         data = self.store.read_bytes(rel)
         return None if data is None else pq.ParquetFile(pa.BufferReader(data))
 
+    def iter_batches(
+        self, table: str, key: str, *, columns: Sequence[str] | None = None, rows: int = 10_000
+    ) -> Iterator[pl.DataFrame]:
+        """The partition's rows (without the partition column), `rows` at a time: memory stays
+        bounded whatever the size of the day. Nothing when the partition is absent."""
+        parquet = self.open_parquet(table, key)
+        if parquet is None:
+            return
+        for batch in parquet.iter_batches(batch_size=rows, columns=columns):
+            yield pl.DataFrame(pl.from_arrow(batch))
+
     def read(self, table: str, key: str) -> pl.DataFrame | None:
         parquet = self.open_parquet(table, key)
         if parquet is None:
@@ -557,6 +568,14 @@ class Lake:
 
     def partitions(self, table: str) -> list[str]:
         return sorted(self.stamps(table))
+
+    def has_data(self, table: str) -> bool:
+        """Whether the table has any published partition (stops at the first one found)."""
+        if self._listing is not None:
+            return bool(self._listing.get(table))
+        if isinstance(self.store, LocalStore):
+            return next(self.store.root.glob(f"{table}/*=*/{PART_FILE}"), None) is not None
+        return bool(self.store.list_all(table))
 
     def stamps(self, table: str) -> dict[str, float]:
         """`key -> modification time` of every partition of a table (one listing)."""

@@ -1,0 +1,91 @@
+"""The per-day reporting aggregates (`agg_*`) as assets, partitioned like the CDR days.
+
+Each `agg_*` view of `warehouse/sql` groups by date, so one day of the CDR tables gives exactly
+that day's rows: the step computes them from that day's partitions alone and replaces the day's
+aggregate partitions, so its cost does not grow with the days the lake holds. It is the last
+step of a CDR run, and it refreshes the DuckDB views for the whole run (only when they would
+change: new partitions of a known table need none).
+"""
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+
+from pipelines.resources import WarehouseResource
+from warehouse.duck import AGG_SOURCES, aggregate_day, aggregate_names
+
+VOLUME_AGG = "agg_daily_volume"
+VOLUME_CHECK = "agg_daily_volume_matches_cdrs"
+
+
+def build_aggregate_assets(
+    partitions_def: dg.PartitionsDefinition[str],
+    retry_policy: dg.RetryPolicy,
+    group_name: str,
+) -> list[dg.AssetsDefinition]:
+    """One multi-asset: every `agg_*` of one day, downstream of the typed CDR tables."""
+    names: Sequence[str] = aggregate_names()
+
+    @dg.multi_asset(
+        name="reporting_aggregates",
+        group_name=group_name,
+        partitions_def=partitions_def,
+        backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=1),
+        retry_policy=retry_policy,
+        specs=[
+            dg.AssetSpec(
+                name,
+                deps=list(AGG_SOURCES),
+                kinds={"parquet", "duckdb"},
+                description=f"Per-day pre-aggregate behind the reporting view of `{name}`.",
+            )
+            for name in names
+        ],
+        check_specs=[
+            dg.AssetCheckSpec(
+                VOLUME_CHECK,
+                asset=VOLUME_AGG,
+                description="The day's CDR count in agg_daily_volume equals the cdrs rows.",
+            )
+        ],
+        can_subset=True,
+    )
+    def reporting_aggregates(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
+        """Replace the day's `agg_*` partitions, then refresh the views once for the run."""
+        key = f"date={context.partition_key}"
+        lake = warehouse.lake()
+        selected = {k.to_user_string() for k in context.selected_asset_keys}
+        tables = aggregate_day(lake, key, only=selected)
+        # Derived data: it carries the source of the CDR partition it was computed from.
+        source = lake.partition_source("cdrs", key)
+        for name, table in tables.items():
+            lake.write(name, key, table, schema=table.schema, source=source)
+        warehouse.refresh_views()
+        for name, table in tables.items():
+            yield dg.MaterializeResult(
+                asset_key=name, metadata={"dagster/row_count": table.num_rows}
+            )
+        if VOLUME_AGG in tables:
+            yield _volume_check(tables[VOLUME_AGG], _cdrs_rows(warehouse, key))
+
+    return [reporting_aggregates]
+
+
+def _cdrs_rows(warehouse: WarehouseResource, key: str) -> int:
+    """Rows of the day's cdrs partition, from its Parquet footer (no data read)."""
+    parquet = warehouse.lake().open_parquet("cdrs", key)
+    return 0 if parquet is None else parquet.metadata.num_rows
+
+
+def _volume_check(table: pa.Table, cdrs_rows: int) -> dg.AssetCheckResult:
+    counted = int(pa.compute.sum(table["cdrs"]).as_py() or 0) if table.num_rows else 0
+    return dg.AssetCheckResult(
+        asset_key=VOLUME_AGG,
+        check_name=VOLUME_CHECK,
+        passed=counted == cdrs_rows,
+        metadata={"agg_cdrs": counted, "cdrs_rows": cdrs_rows},
+    )
