@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -27,6 +28,7 @@ from connectors.sandbox.http import (
     get_sandbox,
     json_response,
     paginate,
+    raw_json,
     read_json_body,
     require_scope,
 )
@@ -539,44 +541,13 @@ async def admin_truth(request: Request) -> Response:
 
 # ------------------------------------------------------------------ OpenAPI
 
+OPENAPI_FILE = "openapi.json"
 
-def openapi_document(routes: list[BaseRoute]) -> Json:
-    """An OpenAPI 3.0 document listing every path of the API (reads, writes)."""
-    paths: dict[str, Json] = {}
-    scopes = {(m, p): (s, t, summ) for m, p, s, t, summ, _ in READ_ROUTES}
-    for route in routes:
-        if not isinstance(route, Route) or not route.path.startswith("/api/v4"):
-            continue
-        if route.path == "/api/v4/openapi.json":
-            continue
-        for method in sorted((route.methods or set()) - {"HEAD"}):
-            scope, tag, summary = scopes.get((method, route.path), ("", "", route.name))
-            params = [
-                {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
-                for p in route.param_convertors
-            ]
-            op: Json = {
-                "summary": summary,
-                "operationId": f"{method.lower()}_{route.path}",
-                "parameters": params,
-                "responses": {
-                    "200": {"description": "Success"},
-                    "401": {"description": "Unauthorized"},
-                    "403": {"description": "Forbidden"},
-                    "429": {"description": "Too many requests"},
-                },
-                "security": [{"bearer": [scope] if scope else []}],
-            }
-            if tag:
-                op["tags"] = [tag]
-            paths.setdefault(route.path, {})[method.lower()] = op
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "Contact Center REST API v4 (cdrhouse sandbox)", "version": "4.0.0"},
-        "servers": [{"url": "/"}],
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
-        "paths": paths,
-    }
+
+def openapi_bytes() -> bytes:
+    """The checked-in OpenAPI 3.1 document (package data), byte for byte: written from the
+    spec, not from these routes, so the sandbox is held to it rather than describing itself."""
+    return resources.files("connectors.sandbox").joinpath(OPENAPI_FILE).read_bytes()
 
 
 # ------------------------------------------------------------------ app assembly
@@ -636,12 +607,10 @@ def create_app(sandbox: Sandbox) -> SandboxApp:
         Route("/_sandbox/counters", admin_counters, methods=["GET"]),
         Route("/_sandbox/truth/cdrs", admin_truth, methods=["GET"]),
     ]
-    document: list[Json] = []
+    document = openapi_bytes()
 
     async def openapi(request: Request) -> Response:
-        if not document:
-            document.append(openapi_document(app.routes))
-        return json_response(document[0])
+        return raw_json(document)
 
     routes.append(Route("/api/v4/openapi.json", openapi, methods=["GET"]))
     app = Starlette(

@@ -152,7 +152,7 @@ def paginate(
     *,
     max_limit: int = 1000,
     default_limit: int = 100,
-    min_limit: int = 1,
+    min_limit: int = 0,
 ) -> Response:
     """A `{key: [...], "metadata": {"total": n}}` page with limit/offset validated (422)."""
     errors: dict[str, list[str]] = {}
