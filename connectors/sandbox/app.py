@@ -5,6 +5,7 @@ Write endpoints come from `routes_writes.routes()`; CDR endpoints from `cdrquery
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -104,6 +105,7 @@ def _sbx(request: Request) -> Sandbox:
 
 # ------------------------------------------------------------------ users and teams
 
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 _USER_FILTERS = ("name", "email", "sip_account", "extension", "caller_id", "timezone")
 
 
@@ -120,6 +122,9 @@ def _filter_users(request: Request, users: list[Json], *, extension: bool) -> li
             out = [u for u in out if value.lower() in u["name"].lower()]
         else:
             out = [u for u in out if u[name] == value]
+    email = q.get("email")
+    if email is not None and not _EMAIL.fullmatch(email):
+        raise fail({"email": ["must be an email address"]})
     group = q.get("security_access_group_id")
     if group is not None:
         if not group.lstrip("-").isdigit():

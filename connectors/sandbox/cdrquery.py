@@ -535,6 +535,8 @@ def query_page(request: Request) -> tuple[Page, CdrFilter]:
     seed = sandbox.config.seed
     faults = sandbox.faults
     cursor_raw = request.query_params.get("cursor")
+    if cursor_raw == "":
+        raise fail({"cursor": ["must not be blank"]})
     key = read_cursor(seed, cursor_raw, flt.key()) if cursor_raw else None
     active = request.scope.get("state", {}).get("faults_active", False)
     hit = key is not None and active and faults.cursor_invalid_rate > 0

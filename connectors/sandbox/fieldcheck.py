@@ -44,7 +44,10 @@ def join(prefix: str, key: str | int) -> str:
 
 
 def is_int(value: Any) -> bool:
-    # JSON booleans parse to bool, which Python treats as an int subclass.
+    # JSON booleans parse to bool, which Python treats as an int subclass. A number with a
+    # zero fraction (5.0) is an integer in JSON Schema, so it is one here too.
+    if isinstance(value, float):
+        return value.is_integer()
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -79,11 +79,12 @@ def validate_sms(
     text, canned = "", None
     if require(errs, "", body, "message"):
         text, canned = _sms_message(errs, body["message"], canned_messages)
+    # Optional means absent: an explicit null is not a string (or an object) either.
     sender = body.get("sender_id")
-    if sender is not None:
+    if "sender_id" in body:
         _sender_id(errs, sender, sender_ids)
     source = body.get("source")
-    if source is not None:
+    if "source" in body:
         _source(errs, source)
     if errs:
         return None, errs.errors
@@ -263,7 +264,7 @@ def validate_message(body: Mapping[str, Any], *, user_ids: Collection[str]) -> d
 
 def _optional_user(errs: FieldErrors, body: Mapping[str, Any], user_ids: Collection[str]) -> None:
     user_id = body.get("user_id")
-    if user_id is not None and check_uuid(errs, "user_id", user_id) and user_id not in user_ids:
+    if "user_id" in body and check_uuid(errs, "user_id", user_id) and user_id not in user_ids:
         errs.add("user_id", MISSING_REF)
 
 

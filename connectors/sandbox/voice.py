@@ -64,10 +64,10 @@ def validate_start(
         and body["user_id"] not in active_user_ids
     ):
         errs.add("user_id", MISSING_REF)
-    if body.get("caller_id") is not None:
+    if "caller_id" in body:  # optional means absent: null is no phone number
         check_phone(errs, "caller_id", body["caller_id"])
     source = body.get("source")
-    if source is not None and check_type(errs, "source", source, "object"):
+    if "source" in body and check_type(errs, "source", source, "object"):
         check_unknown(errs, "source", source, ("account_id", "name"))
         for key in ("account_id", "name"):
             if key in source:
