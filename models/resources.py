@@ -208,6 +208,19 @@ class Campaign(ApiModel):
     amd_voicemail_message: AmdVoicemailMessageOut | None = None
     caller_id_sets: list[dict[str, Any]] | None = None
     follow_up_mode: FollowUpMode | str | None = None
+    # Response fields the spec leaves "not shown": the sandbox's (every configuration field).
+    dial_level_override: dict[str, Any] | None = None
+    voice_message_id: int | None = None
+    live: dict[str, Any] | None = None
+    use_local_caller_id: bool | None = None
+    asr_optimization_enabled: bool | None = None
+    post_call_rating: dict[str, Any] | None = None
+    contact_local_time: dict[str, Any] | None = None
+    follow_up_rules: dict[str, Any] | None = None
+    amd_comfort_noise_enabled: bool | None = None
+    allow_duplicate_phone_numbers: bool | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 # --- CDRs ------------------------------------------------------------------------------------
@@ -493,35 +506,53 @@ class ScheduledCallback(ApiModel):
     id: str | int
     phone_number: str | None = None
     scheduled_at: datetime | None = None
+    user: MessageUser | None = None
+    queue: NamedRef | None = None
+    note: str | None = None
     status: str | None = None
+    created_at: datetime | None = None
 
 
 class WebhookFailure(ApiModel):
     """A failed webhook delivery (shape not shown by the spec; the sandbox's choice)."""
 
     id: str | int
-    status: str | None = None
+    webhook: dict[str, Any] | None = None
+    event: str | None = None
+    status_code: int | None = None
+    error: str | None = None
+    attempts: int | None = None
+    failed_at: datetime | None = None
+    retriggered_at: datetime | None = None
 
 
 class WhatsappTemplate(ApiModel):
-    """A WhatsApp template (fields not shown by the spec)."""
+    """A WhatsApp template (fields not shown by the spec; the sandbox's)."""
 
     id: int | str
     name: str | None = None
+    language: str | None = None
+    category: str | None = None
+    status: str | None = None
+    body: str | None = None
 
 
 class CannedMessage(ApiModel):
-    """A canned SMS message (fields not shown by the spec)."""
+    """A canned SMS message (fields not shown by the spec; the sandbox's)."""
 
     id: int | str
     name: str | None = None
+    body: str | None = None
+    params: list[str] | None = None
 
 
 class WrapupCode(ApiModel):
-    """A wrap-up code (fields not shown by the spec)."""
+    """A wrap-up code (fields not shown by the spec; the sandbox's)."""
 
     id: int | str
+    code: str | None = None
     name: str | None = None
+    group: NamedRef | None = None
 
 
 class Conversation(ApiModel):
@@ -530,6 +561,11 @@ class Conversation(ApiModel):
     id: str
     channel: str | None = None
     status: str | None = None
+    phone_number: str | None = None
+    user: MessageUser | None = None
+    messages_count: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 # --- write models ----------------------------------------------------------------------------
@@ -839,11 +875,14 @@ class Lead(ApiModel):
     """A campaign lead as returned by POST/PATCH /campaigns/{id}/leads."""
 
     id: int
+    campaign: dict[str, Any] | None = None
     phone_number: str | None = None
     name: str | None = None
     email: str | None = None
     status: str | None = None
     data: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 class LeadCreate(OpenWriteModel):

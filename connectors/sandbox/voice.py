@@ -66,7 +66,7 @@ def validate_start(
         errs.add("user_id", MISSING_REF)
     if "caller_id" in body:  # optional means absent: null is no phone number
         check_phone(errs, "caller_id", body["caller_id"])
-    source = body.get("source")
+    source: Any = body.get("source")
     if "source" in body and check_type(errs, "source", source, "object"):
         check_unknown(errs, "source", source, ("account_id", "name"))
         for key in ("account_id", "name"):
