@@ -169,7 +169,7 @@ def test_writes_round_trip() -> None:
     assert out["sms"].id == got["sms"].id
     assert got["message"].id
     assert got["callback"].status == "scheduled"
-    assert got["retrigger"].model_extra["retriggered_at"] is not None
+    assert got["retrigger"].retriggered_at is not None
     assert sandbox.counters["sms_received"] == 1
     assert sandbox.counters["calls_started"] == 1
 
