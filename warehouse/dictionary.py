@@ -44,9 +44,13 @@ caller ID groups) there are three views:
 longer held (exclusive; NULL while current).
 
 Each reporting view `rpt_X` (except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with
-the same columns (minus the current-name lookups) that `build_warehouse` materializes into
-`lake/agg_X/date=.../` whenever a CDR partition of that day changed; so a report over years of
-CDRs reads a few thousand pre-aggregated rows.
+the same columns (minus the current-name lookups). `agg_X` is a Dagster asset partitioned like
+the CDR days, downstream of the typed tables: each CDR run writes `lake/agg_X/date=<day>/` from
+that day's partitions alone, so a report over years of CDRs reads a few thousand
+pre-aggregated rows, and the nightly refresh costs the same with 7 or 365 days kept. The view
+reads the written aggregates once there are any (a day whose aggregate partition is missing or
+stale shows in Dagster as unsynced; materializing it catches up), and computes from the CDR
+tables while there are none.
 
 Join a CDR to what held on its day with
 `c.date >= h.valid_from AND (h.valid_to IS NULL OR c.date < h.valid_to)`. Days before the first

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.assets import RAW_CDRS, ROW_COUNT_CHECK
+from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.pipelines._dagster_dev import (
     LAUNCH_BACKFILL,
     PARTITION_KEYS,

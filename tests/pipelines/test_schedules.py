@@ -36,7 +36,8 @@ def test_nightly_runs_yesterday_plus_lookback_and_snapshots(tmp_path) -> None:
         "2026-11-19",
         "2026-11-20",
     ]
-    # Every CDR run selects raw + normalized assets only; one extra run takes the snapshots.
+    # Every CDR run selects raw + normalized assets and the day's aggregates only; one extra run
+    # takes the snapshots.
     for run in cdr_runs:
         assert {k.to_user_string() for k in run.asset_selection or []} == {
             "raw_cdrs",
@@ -46,6 +47,12 @@ def test_nightly_runs_yesterday_plus_lookback_and_snapshots(tmp_path) -> None:
             "cdr_sms",
             "cdr_hlr_lookups",
             "cdr_quarantine",
+            "agg_daily_volume",
+            "agg_agent_performance",
+            "agg_queue_service",
+            "agg_campaign_outcomes",
+            "agg_cost_daily",
+            "agg_sms_delivery",
         }
     snapshot_runs = [r for r in requests if r.partition_key is None]
     assert len(snapshot_runs) == 1

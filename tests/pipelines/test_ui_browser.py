@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
-from pipelines.assets import CDR_GROUP, RAW_CDRS, ROW_COUNT_CHECK, SNAPSHOT_GROUP
+from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
+from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.pipelines._dagster_dev import (
     ARTIFACTS_DIR,
     PARTITION_KEYS,
@@ -42,9 +43,12 @@ VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
 
 BACKFILL_KEYS = PARTITION_KEYS[:3]
 
-# Pinned so that a rename is never silent: the CDR, normalization and snapshot assets.
+# Pinned so that a rename is never silent: the CDR, normalization, per-day aggregate and
+# snapshot assets.
+AGGREGATES = {"agg_daily_volume", "agg_cost_daily", "agg_queue_service", "agg_sms_delivery"}
 EXPECTED = {
-    CDR_GROUP: {RAW_CDRS, "cdrs", "cdr_calls", "cdr_conversations", "cdr_hlr_lookups", "cdr_sms"},
+    CDR_GROUP: {RAW_CDRS, "cdrs", "cdr_calls", "cdr_conversations", "cdr_hlr_lookups", "cdr_sms"}
+    | AGGREGATES,
     SNAPSHOT_GROUP: {"users", "queues", "teams", "campaigns", "numbers", "balance_snapshots"},
 }
 
@@ -99,7 +103,7 @@ def show_cdr_group(page: Page, dev: DagsterDev) -> None:
     open_ui(page, f"{dev.url}/asset-groups?expanded=global%40global%3A{CDR_GROUP}")
     expect(page.get_by_text("Global asset lineage")).to_be_visible()
     zoom_out = page.locator("button:has([aria-label='zoom_out'])").first
-    for _ in range(4):
+    for _ in range(6):
         zoom_out.click()
     page.wait_for_timeout(1_000)  # the graph animates its zoom
 
@@ -131,7 +135,8 @@ def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
         for name in names:
             expect(asset_rows.locator(f"[title='{name}']")).to_be_visible()
 
-    # And the CDR group, unfolded in the graph, draws raw_cdrs and the normalized tables.
+    # And the CDR group, unfolded in the graph, draws raw_cdrs, the normalized tables and the
+    # per-day aggregates below them.
     show_cdr_group(page, dagster_dev)
     for name in EXPECTED[CDR_GROUP]:
         assert name in graph_node(page, name)

@@ -6,7 +6,7 @@
 -- @col disposition: CDR disposition
 -- @col cdrs: number of CDRs
 -- @col cost: sum of cost, exact decimal
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_daily_volume AS
 SELECT
     date,

@@ -14,7 +14,7 @@
 -- @col avg_conversation_score: average conversation score of handled calls
 -- @col avg_mos: average MOS of handled calls
 -- @col conversations_handled: conversations with this agent
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_agent_performance AS
 WITH calls AS (
     SELECT

@@ -20,7 +20,7 @@
 -- @col resolution_breached: ... breached
 -- @col avg_reply_met: conversations with avg_reply SLA met
 -- @col avg_reply_breached: ... breached
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_queue_service AS
 WITH calls AS (
     SELECT

@@ -10,7 +10,7 @@
 -- @col answer_rate: answered / attempts
 -- @col end_reasons: MAP end_reason -> number of calls
 -- @col cost: sum of cost, exact decimal
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_campaign_outcomes AS
 SELECT
     date,

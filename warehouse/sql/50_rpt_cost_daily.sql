@@ -7,7 +7,7 @@
 -- @col campaign_id: campaign id (calls only)
 -- @col cdrs: number of CDRs
 -- @col cost: sum of cost, exact decimal
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_cost_daily AS
 SELECT date, 'call' AS type, destination_country, campaign_id, count(*) AS cdrs, sum(cost) AS cost
 FROM cdr_calls

@@ -9,7 +9,7 @@
 -- @col canned: SMS from a canned message
 -- @col free_text: SMS with free text
 -- @col cost: sum of cost, exact decimal
--- Per-day pre-aggregate: build_warehouse materializes it per date partition.
+-- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_sms_delivery AS
 SELECT
     date,
