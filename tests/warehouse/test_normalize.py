@@ -157,3 +157,16 @@ def test_a_page_without_cdrs_is_an_error() -> None:
     with pytest.raises(PageDecodeError):
         decode_page(b"<html>")
     assert decode_page(b'{"cdrs":[],"metadata":{"total":0}}').height == 0
+
+
+def test_unknown_keys_of_any_spelling_are_kept_in_extra() -> None:
+    # Keys outside [A-Za-z0-9_] and text that looks like a key inside a string value.
+    odd = _rec(id="odd-keys", **{"x-trace-id": "t1"})
+    quoted = _rec(id="quoted", note='say "cost": 1')
+    tricky = _rec(id="in-string", data={"sent": True, "message": 'a "sent": b'})
+    n = normalize(decode_page(page_of(odd, quoted, tricky)))
+    by_id = {r["id"]: r for r in n.cdrs.iter_rows(named=True)}
+    assert orjson.loads(by_id["odd-keys"]["extra"]) == {"x-trace-id": "t1"}
+    assert orjson.loads(by_id["quoted"]["extra"]) == {"note": 'say "cost": 1'}
+    assert by_id["in-string"]["extra"] is None
+    assert n.cdr_sms.filter(pl.col("id") == "in-string")["extra"].to_list() == [None]
