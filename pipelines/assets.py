@@ -8,6 +8,7 @@ dagster.yaml).
 """
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +59,12 @@ def api_retry_policy(max_retries: int = 3, delay_s: float = 30.0) -> dg.RetryPol
     )
 
 
+@functools.cache
 def nightly_freshness() -> dg.FreshnessPolicy:
-    """Fresh if materialized between the 01:00 UTC schedule and 03:00 UTC each day."""
+    """Fresh if materialized between the 01:00 UTC schedule and 03:00 UTC each day.
+
+    One shared (immutable) policy: building a cron policy validates its schedule, about 40 ms
+    each, which summed to a second of every code-location load and `cdrhouse` command."""
     return dg.FreshnessPolicy.cron(
         deadline_cron="0 3 * * *", lower_bound_delta=timedelta(hours=2), timezone="UTC"
     )
