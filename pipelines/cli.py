@@ -1,4 +1,4 @@
-"""The `cdrhouse` command: `sandbox`, `ingest`, `sql`, `lake` and `demo`.
+"""The `cdrhouse` command: `sandbox`, `ingest`, `sql`, `lake`, `report` and `demo`.
 
 `ingest` runs the very Dagster jobs the UI and the schedule run (`execute_in_process`, one run
 per partition, then one snapshot run), against `DagsterInstance.get()` when `DAGSTER_HOME` is
@@ -376,6 +376,11 @@ def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
 
     lake_cli.add_lake_arguments(lake)
 
+    report = sub.add_parser(
+        "report", help="write the contact-center report: one offline HTML file of charts"
+    )
+    lake_cli.add_report_arguments(report)
+
     sql = sub.add_parser("sql", help="query the warehouse with SQL")
     try:
         from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
@@ -408,6 +413,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             from warehouse import cli as warehouse_cli  # type: ignore[attr-defined,unused-ignore]
 
             return int(warehouse_cli.run(args, _data_dir(env), env.get("CDRHOUSE_LAKE_URI")))
+        if args.command == "report":
+            from warehouse import cli as warehouse_cli
+
+            return warehouse_cli.run_report(args, _data_dir(env), env.get("CDRHOUSE_LAKE_URI"))
         if args.command == "lake":
             from warehouse import cli as warehouse_cli
 

@@ -12,6 +12,7 @@ pipeline never breaks a query: the open connection keeps the file it opened.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -200,4 +201,80 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
     removed = lake.reset()
     (Path(data_dir) / WAREHOUSE_FILE).unlink(missing_ok=True)
     print(f"cdrhouse lake reset: deleted {removed} file(s) from {lake.uri} (source was {source})")
+    return 0
+
+
+# --- `cdrhouse report` ------------------------------------------------------------------------
+
+REPORT_DAYS = 7
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--start", help="first UTC day, YYYY-MM-DD (with --end)")
+    parser.add_argument(
+        "--end", help="day after the last one, YYYY-MM-DD (the range is [start, end))"
+    )
+    parser.add_argument(
+        "--days",
+        type=int,
+        help=f"the last N complete UTC days, ending yesterday (default {REPORT_DAYS})",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("report.html"), help="HTML file to write (report.html)"
+    )
+
+
+def report_range(args: argparse.Namespace, today: dt.date) -> tuple[dt.date, dt.date]:
+    """`[start, end)` from `--start/--end` or `--days N`; ValueError says what is wrong."""
+    if args.days is not None and (args.start or args.end):
+        raise ValueError("give either --days or --start/--end, not both")
+    if args.start or args.end:
+        if not (args.start and args.end):
+            raise ValueError("--start and --end go together (the range is [start, end))")
+        try:
+            start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)
+        except ValueError:
+            raise ValueError(
+                f"--start {args.start!r} / --end {args.end!r}: use YYYY-MM-DD, e.g. 2026-11-20"
+            ) from None
+        if end <= start:
+            raise ValueError(f"--end {end} must be after --start {start}")
+        return start, end
+    days = REPORT_DAYS if args.days is None else args.days
+    if days < 1:
+        raise ValueError(f"--days {days}: give at least 1")
+    return today - dt.timedelta(days=days), today
+
+
+def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -> int:
+    """Entry point of `cdrhouse report`: exit 2 for bad arguments, 1 when it cannot write."""
+    try:
+        start, end = report_range(args, dt.datetime.now(dt.UTC).date())
+    except ValueError as exc:
+        print(f"cdrhouse report: error: {exc}", file=sys.stderr)
+        return 2
+    import duckdb
+
+    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
+    from warehouse.lake import Lake
+    from warehouse.report import write_report
+
+    if not (Path(data_dir) / WAREHOUSE_FILE).exists():
+        lake = Lake(lake_uri or default_lake_uri(data_dir))
+        if lake.source() is None:
+            print(
+                f"cdrhouse report: error: no warehouse at {Path(data_dir) / WAREHOUSE_FILE} and "
+                f"no data in the lake at {lake.uri}; run `cdrhouse ingest` first",
+                file=sys.stderr,
+            )
+            return 1
+        build_warehouse(Path(data_dir), lake.uri, materialize=False)
+    try:
+        report = write_report(Path(data_dir), start, end, args.out)
+    except (OSError, duckdb.Error) as exc:
+        print(f"cdrhouse report: error: {exc}", file=sys.stderr)
+        return 1
+    last = end - dt.timedelta(days=1)
+    what = "no CDRs in that range" if report.empty else f"{report.headline.cdrs:,} CDRs"
+    print(f"cdrhouse report: {start} .. {last} ({what}) -> {Path(args.out).resolve()}")
     return 0

@@ -1,0 +1,211 @@
+"""What the Dagster catalog shows of each table asset: columns, lineage, name, location, owners.
+
+Every table asset gets, as definition metadata:
+
+* `dagster/column_schema`: every column with its DuckDB type and its meaning from the data
+  dictionary (`models/tables.py` for the lake tables; the reporting views' `-- @col` lines and
+  DuckDB's own types for the `agg_*` pre-aggregates), the same text as `docs/warehouse.md`;
+* `dagster/table_name`: the DuckDB view that reads it, `warehouse.main.<view>`;
+* `dagster/uri`: where its partitions live, `<lake uri>/<table>`;
+* `dagster/column_lineage` (the typed CDR tables): the `raw_cdrs` field each column is decoded
+  from, as a path into the raw `record` JSON (`record.data.durations.talk`) or a raw column;
+* owners, from `CDRHOUSE_OWNERS` (read in `definitions.py`; default `team:cdrhouse`).
+
+The metadata is attached in `definitions.py` with `dg.map_asset_specs`, so the asset code keeps
+only what it computes.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import dagster as dg
+
+from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TYPE_TABLES, TableSpec
+from warehouse.duck import aggregate_names, duck_type, reporting_sql_files, view_name
+
+DEFAULT_OWNERS = ("team:cdrhouse",)
+WAREHOUSE_CATALOG = "warehouse.main"  # `warehouse.duckdb` opened by path: catalog `warehouse`
+_COL_RE = re.compile(r"^-- @col (\w+):\s*(.*)$", re.MULTILINE)
+_OWNER_RE = re.compile(r"^(team:[\w.-]+|[^@\s,]+@[^@\s,]+\.[^@\s,]+)$")
+
+
+class OwnersError(ValueError):
+    """`CDRHOUSE_OWNERS` holds something Dagster would not take as an owner."""
+
+
+def parse_owners(text: str | None) -> tuple[str, ...]:
+    """`team:name` or email entries, comma separated; empty or unset gives the default."""
+    owners = tuple(o.strip() for o in (text or "").split(",") if o.strip())
+    bad = [o for o in owners if not _OWNER_RE.match(o)]
+    if bad:
+        raise OwnersError(
+            f"CDRHOUSE_OWNERS: {', '.join(bad)} is not an owner; use team:<name> or an email, "
+            "comma separated, e.g. 'team:contact-center-data,lead@example.com'"
+        )
+    return owners or DEFAULT_OWNERS
+
+
+# --- column schemas -------------------------------------------------------------------------
+
+
+def _spec_columns(spec: TableSpec) -> list[dg.TableColumn]:
+    return [
+        dg.TableColumn(name=c.name, type=duck_type(c.dtype), description=c.description)
+        for c in spec.columns
+    ]
+
+
+@cache
+def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
+    """Columns of every `agg_*` view: DuckDB's types over an empty lake, the meanings from the
+    `-- @col` lines of the reporting SQL file that defines it."""
+    import duckdb
+
+    from warehouse.duck import create_views
+    from warehouse.lake import Lake
+
+    meanings: dict[str, dict[str, str]] = {}
+    for path in reporting_sql_files():
+        sql = path.read_text()
+        cols = dict(_COL_RE.findall(sql))
+        for agg in aggregate_names():
+            if f"VIEW {agg} AS" in sql:
+                meanings[agg] = cols
+    with tempfile.TemporaryDirectory() as tmp:
+        con = duckdb.connect()
+        try:
+            create_views(con, Lake(str(Path(tmp) / "lake")))
+            return {
+                agg: tuple(
+                    dg.TableColumn(name=name, type=ctype, description=meanings[agg].get(name))
+                    for name, ctype, *_ in con.execute(f"DESCRIBE {agg}").fetchall()
+                )
+                for agg in aggregate_names()
+            }
+        finally:
+            con.close()
+
+
+def column_schema(table: str) -> dg.TableSchema:
+    """The table's columns, DuckDB types and dictionary descriptions."""
+    if table in TABLES:
+        return dg.TableSchema(columns=_spec_columns(TABLES[table]))
+    return dg.TableSchema(columns=list(aggregate_columns()[table]))
+
+
+def table_view(table: str) -> str:
+    """The DuckDB view over every partition of the table."""
+    return view_name(TABLES[table]) if table in TABLES else table
+
+
+# --- column lineage of the typed CDR tables ---------------------------------------------------
+
+# Columns read from raw_cdrs' own columns rather than from inside `record`.
+_RAW_COLUMNS = {"id": "id", "type": "type", "started_at": "started_at_raw", "date": "date"}
+# Typed column -> path inside the raw record, where the name does not spell it.
+_ENDPOINT_FIELDS = {
+    "type": "type",
+    "phone_number": "phone_number",
+    "channel_account_id": "channel_account.id",
+    "channel": "channel_account.channel",
+    "identifier": "channel_account.identifier",
+    "account_name": "channel_account.data.name",
+    "account_username": "channel_account.data.username",
+    "name_snapshot": "channel_account.name_snapshot",
+    "deleted": "channel_account.deleted",
+}
+_REFS = ("queue", "campaign", "flow", "canned_message", "related_call")
+_SLAS = ("first_response", "resolution", "avg_reply")
+
+
+def _common_path(column: str) -> str | None:
+    """Path of a column every CDR table shares (top-level fields, user, from/to)."""
+    for side in ("from", "to"):
+        if column.startswith(f"{side}_") and column[len(side) + 1 :] in _ENDPOINT_FIELDS:
+            return f"record.{side}.{_ENDPOINT_FIELDS[column[len(side) + 1 :]]}"
+    if column.startswith("user_"):
+        return f"record.user.{column.removeprefix('user_')}"
+    if column in ("subtype", "disposition", "cost", "tags", "ended_at", "data"):
+        return f"record.{column}"
+    return None
+
+
+def _data_path(column: str) -> str:
+    """Path of a column decoded from the record's type-specific `data` object."""
+    if column == "wrapup_code_snapshot":
+        return "record.data.wrapup_code.code_snapshot"
+    if column.startswith("duration_"):
+        return f"record.data.durations.{column.removeprefix('duration_')}"
+    for sla in _SLAS:
+        if column.startswith(f"sla_{sla}_"):
+            return f"record.data.service_level_agreements.{sla}.{column.rsplit('_', 1)[1]}"
+    for ref in _REFS:
+        if column.startswith(f"{ref}_"):
+            return f"record.data.{ref}.{column.removeprefix(ref + '_')}"
+    return f"record.data.{column}"
+
+
+def raw_field(table: str, column: str) -> str:
+    """Where in `raw_cdrs` a typed column comes from: a raw column or a path in `record`."""
+    if column in _RAW_COLUMNS:
+        return _RAW_COLUMNS[column]
+    if table == CDR_QUARANTINE.name:
+        return column if column in RAW_CDRS.column_names else "record"
+    if column == "extra":
+        return "record"  # the fields the spec does not know, kept as JSON
+    common = _common_path(column)
+    if common is not None:
+        return common
+    return _data_path(column)
+
+
+def column_lineage(table: str) -> dg.TableColumnLineage:
+    raw = dg.AssetKey(RAW_CDRS.name)
+    return dg.TableColumnLineage(
+        deps_by_column={
+            c.name: [dg.TableColumnDep(asset_key=raw, column_name=raw_field(table, c.name))]
+            for c in TABLES[table].columns
+        }
+    )
+
+
+LINEAGE_TABLES = frozenset(
+    {"cdrs", CDR_QUARANTINE.name, *(spec.name for spec in TYPE_TABLES.values())}
+)
+
+
+# --- attaching it ------------------------------------------------------------------------------
+
+
+def catalog_metadata(table: str, lake_uri: str) -> dict[str, object]:
+    metadata: dict[str, object] = {
+        "dagster/column_schema": column_schema(table),
+        "dagster/table_name": f"{WAREHOUSE_CATALOG}.{table_view(table)}",
+        "dagster/uri": f"{lake_uri.rstrip('/')}/{table}",
+    }
+    if table in LINEAGE_TABLES:
+        metadata["dagster/column_lineage"] = column_lineage(table)
+    return metadata
+
+
+def is_table(name: str) -> bool:
+    return name in TABLES or name in aggregate_names()
+
+
+def with_catalog(
+    assets: Sequence[dg.AssetsDefinition], lake_uri: str, owners: Iterable[str]
+) -> list[dg.AssetsDefinition]:
+    """The same assets, each table asset carrying its catalog metadata, all with `owners`."""
+    team = list(owners)
+
+    def add(spec: dg.AssetSpec) -> dg.AssetSpec:
+        name = spec.key.to_user_string()
+        extra = catalog_metadata(name, lake_uri) if is_table(name) else {}
+        return spec.replace_attributes(metadata={**spec.metadata, **extra}, owners=team)
+
+    return list(dg.map_asset_specs(add, assets))
