@@ -12,13 +12,15 @@ that read environment variables:
 - `CDRHOUSE_DATA_DIR` (default `./data`), `CDRHOUSE_LAKE_URI` (default `file://<data>/lake`).
 - `CDRHOUSE_START_DATE` (first daily partition), `CDRHOUSE_LOOKBACK_DAYS` (nightly lookback).
 - `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox (with `sandbox` only).
+- `CDRHOUSE_OWNERS`: owners of every asset in the catalog, comma separated `team:<name>` or
+  emails (default `team:cdrhouse`).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date
 
 import dagster as dg
@@ -32,15 +34,25 @@ from pipelines.assets import (
     build_cdr_assets,
     build_snapshot_assets,
 )
+from pipelines.catalog import DEFAULT_OWNERS, parse_owners, with_catalog
 from pipelines.checks import build_snapshot_checks
+from pipelines.freshness import build_freshness_check, build_freshness_job_and_schedule
 from pipelines.partitions import DEFAULT_START_DATE, daily_partitions
+from pipelines.report import build_report_asset, build_report_sensor
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
 from pipelines.sensors import failure_summary_sensor
 
 CDR_JOB = "cdr_daily"
 # What each run's forkserver imports once for all its steps.
-PRELOAD_MODULES = ("dagster", "polars", "duckdb", "pipelines.assets", "pipelines.aggregates")
+PRELOAD_MODULES = (
+    "dagster",
+    "polars",
+    "duckdb",
+    "pipelines.assets",
+    "pipelines.aggregates",
+    "pipelines.catalog",
+)
 SNAPSHOT_JOB = "snapshots"
 
 
@@ -51,6 +63,7 @@ def build_defs(
     start_date: date = DEFAULT_START_DATE,
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
     retry_policy: dg.RetryPolicy | None = None,
+    owners: Sequence[str] = DEFAULT_OWNERS,
 ) -> dg.Definitions:
     """The whole code location for the given resources and partition start."""
     partitions_def = daily_partitions(start_date)
@@ -66,6 +79,14 @@ def build_defs(
         ]
         snapshot_assets = build_snapshot_assets(retry)
         checks = build_snapshot_checks()
+        freshness = build_freshness_check(partitions_def)
+        report = build_report_asset([k.to_user_string() for k in aggregate_keys(cdr_assets)])
+        report_sensor = build_report_sensor()
+    lake_uri = warehouse.resolved_lake_uri
+    cdr_assets = with_catalog(cdr_assets, lake_uri, owners)
+    snapshot_assets = with_catalog(snapshot_assets, lake_uri, owners)
+    (report,) = with_catalog([report], lake_uri, owners)
+    freshness_job, freshness_schedule = build_freshness_job_and_schedule(freshness)
     cdr_keys = [key for a in cdr_assets for key in a.keys]
     snapshot_keys = [key for a in snapshot_assets for key in a.keys]
     cdr_job = dg.define_asset_job(
@@ -79,14 +100,22 @@ def build_defs(
         description="Snapshots of users, routing, campaigns, numbers and the balance.",
     )
     return dg.Definitions(
-        assets=[*cdr_assets, *snapshot_assets],
-        asset_checks=checks,
-        jobs=[cdr_job, snapshot_job],
-        schedules=[build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days)],
-        sensors=[failure_summary_sensor],
+        assets=[*cdr_assets, *snapshot_assets, report],
+        asset_checks=[*checks, freshness],
+        jobs=[cdr_job, snapshot_job, freshness_job],
+        schedules=[
+            build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days),
+            freshness_schedule,
+        ],
+        sensors=[failure_summary_sensor, report_sensor],
         resources={"contact_center": contact_center, "warehouse": warehouse},
         executor=step_executor(),
     )
+
+
+def aggregate_keys(assets: Sequence[dg.AssetsDefinition]) -> list[dg.AssetKey]:
+    """The `agg_*` keys among `assets` (the last step of a CDR run)."""
+    return [k for a in assets for k in a.keys if k.to_user_string().startswith("agg_")]
 
 
 def step_executor() -> dg.ExecutorDefinition:
@@ -143,6 +172,7 @@ def defs_from_env(env: Mapping[str, str]) -> dg.Definitions:
         warehouse=warehouse,
         start_date=start_date,
         lookback_days=int(env.get("CDRHOUSE_LOOKBACK_DAYS") or DEFAULT_LOOKBACK_DAYS),
+        owners=parse_owners(env.get("CDRHOUSE_OWNERS")),
     )
 
 

@@ -44,27 +44,36 @@ SNAPSHOT_ASSETS = {
     "caller_id_groups",
     "balance_snapshots",
 }
+REPORT_ASSETS = {"contact_center_report"}
 
 
 def test_definitions_load_and_pin_asset_keys() -> None:
     assert isinstance(defs, dg.Definitions)
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert keys == CDR_ASSETS | AGG_ASSETS | SNAPSHOT_ASSETS
+    assert keys == CDR_ASSETS | AGG_ASSETS | SNAPSHOT_ASSETS | REPORT_ASSETS
     jobs = {j.name for j in repo.get_all_jobs()}
-    assert {"cdr_daily", "snapshots"} <= jobs
+    assert {"cdr_daily", "snapshots", "cdr_freshness"} <= jobs
     assert repo.get_schedule_def("nightly").cron_schedule == "0 1 * * *"
+    assert repo.get_schedule_def("cdr_freshness_hourly").cron_schedule == "5 * * * *"
     assert repo.get_sensor_def("failure_summary_sensor")
+    assert repo.get_sensor_def("contact_center_report_after_nightly")
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
     assert ("raw_cdrs", "row_count_matches_api_total") in checks
     assert ("cdrs", "cdrs_users_known") in checks
     assert ("balance_snapshots", "balance_is_decimal") in checks
     assert ("agg_daily_volume", "agg_daily_volume_matches_cdrs") in checks
-    assert len(checks) == 16
+    assert ("cdrs", "newest_due_day_landed") in checks
+    assert len(checks) == 17
     # The aggregates are partitioned like the CDR days and downstream of the typed tables.
     agg = repo.asset_graph.get(dg.AssetKey("agg_daily_volume"))
     assert agg.partitions_def == repo.asset_graph.get(dg.AssetKey("cdrs")).partitions_def
     assert dg.AssetKey("cdrs") in agg.parent_keys
+    # The report waits for the newest day of every aggregate and for the balance snapshot.
+    report = repo.asset_graph.get(dg.AssetKey("contact_center_report"))
+    assert report.parent_keys == {dg.AssetKey(k) for k in AGG_ASSETS | {"balance_snapshots"}}
+    assert report.partitions_def is None
+    assert report.automation_condition is not None
 
 
 def test_api_assets_share_one_pool_and_have_policies() -> None:

@@ -1,0 +1,112 @@
+"""`contact_center_report`: the HTML report of `cdrhouse report` as a Dagster asset.
+
+It is materialized once a night after the CDR days: its automation condition
+(`on_cron` of the nightly 01:00 UTC schedule) requests it once yesterday's partition of every
+`agg_*` pre-aggregate (the last step of a CDR run; `LastPartitionMapping`) and the balance
+snapshot have been updated since the tick, and none of them is still in progress. The
+lookback days the same night revise older days; the next night's report shows them.
+
+It writes `<data dir>/reports/contact_center_report.html` (and a copy named by its range), and
+on an object-store lake also `<lake>/_reports/contact_center_report.html`, where the run
+pod's disk is not the one people open. Its metadata links the file and carries the range's
+headline numbers as floats (`cdrs`, `cost`, `sla_met_pct`), which Dagster charts over the
+materializations on the asset's Plots tab.
+"""
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from pipelines.resources import WarehouseResource, utc_now
+from pipelines.schedules import NIGHTLY_CRON
+
+# No `from __future__ import annotations` here: Dagster reads the asset's config class from
+# its annotation at definition time.
+
+REPORT_ASSET = "contact_center_report"
+REPORT_GROUP = "reports"
+REPORTS_DIR = "reports"
+REPORT_FILE = "contact_center_report.html"
+REMOTE_DIR = "_reports"
+REPORT_SENSOR = "contact_center_report_after_nightly"
+
+
+class ReportConfig(dg.Config):
+    days: int = Field(default=7, ge=1, description="The last N complete UTC days.")
+
+
+def report_condition() -> dg.AutomationCondition[Any]:
+    """After the nightly tick, once yesterday's aggregates and the balance are new."""
+    return (
+        dg.AutomationCondition.on_cron(NIGHTLY_CRON)
+        & ~dg.AutomationCondition.any_deps_in_progress()
+    )
+
+
+def build_report_asset(
+    aggregate_keys: Sequence[str], balance_key: str = "balance_snapshots"
+) -> dg.AssetsDefinition:
+    deps = [dg.AssetDep(k, partition_mapping=dg.LastPartitionMapping()) for k in aggregate_keys]
+
+    @dg.asset(
+        name=REPORT_ASSET,
+        group_name=REPORT_GROUP,
+        deps=[*deps, dg.AssetDep(balance_key)],
+        kinds={"html", "duckdb"},
+        automation_condition=report_condition(),
+        description=(
+            "The contact-center report of the last 7 UTC days: one self-contained HTML file "
+            "with 8 charts over the rpt_* views (the same as `cdrhouse report`)."
+        ),
+    )
+    def contact_center_report(
+        context: dg.AssetExecutionContext, config: ReportConfig, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult[Any]:
+        from warehouse.report import write_report
+
+        end = utc_now().date()
+        start = end - timedelta(days=config.days)
+        lake = warehouse.lake()
+        if lake.is_local:
+            warehouse.refresh_views()
+        else:
+            warehouse.build_views()  # a pod's data dir starts empty
+        out = warehouse.data_path / REPORTS_DIR / REPORT_FILE
+        report = write_report(warehouse.data_path, start, end, out)
+        last = end - timedelta(days=1)
+        dated = out.with_name(f"contact_center_report_{start}_{last}.html")
+        dated.write_bytes(out.read_bytes())
+        uri = out.as_uri()
+        if not lake.is_local:
+            uri = f"{lake.uri.rstrip('/')}/{REMOTE_DIR}/{REPORT_FILE}"
+            lake.fs.pipe_file(uri, out.read_bytes())
+        context.log.info(f"report {start}..{last}: {report.headline.cdrs} CDRs -> {uri}")
+        headline = report.headline
+        metadata: dict[str, Any] = {
+            "report": dg.MetadataValue.url(uri),
+            "path": dg.MetadataValue.path(str(out)),
+            "range": f"{start} .. {last} (UTC)",
+            "cdrs": float(headline.cdrs),
+            "cost": float(headline.cost),
+            "cost_exact": format(headline.cost, "f"),
+            "bytes": out.stat().st_size,
+        }
+        if headline.sla_met_pct is not None:
+            metadata["sla_met_pct"] = float(headline.sla_met_pct)
+        return dg.MaterializeResult(metadata=metadata)
+
+    return contact_center_report
+
+
+def build_report_sensor() -> dg.AutomationConditionSensorDefinition:
+    """Evaluates the report's automation condition (the only asset that has one)."""
+    return dg.AutomationConditionSensorDefinition(
+        REPORT_SENSOR,
+        target=dg.AssetSelection.assets(REPORT_ASSET),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=60,
+        description="Materializes contact_center_report after the nightly CDR days.",
+    )
