@@ -1,0 +1,124 @@
+"""Partition-aware freshness: the newest due day must land, whatever older days did since.
+
+Real runs of the `cdr_daily` job against the in-process sandbox (small days) in an ephemeral
+instance; the check runs as its own job (`cdr_freshness`) with a fixed clock: the run config's
+`as_of`, which the hourly schedule sets to its tick.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from pipelines.definitions import build_defs
+from pipelines.freshness import FRESHNESS_CHECK, FRESHNESS_JOB, due_day
+from pipelines.resources import ContactCenterResource, WarehouseResource
+
+TODAY = datetime.now(UTC).date()
+YESTERDAY = TODAY - timedelta(days=1)
+OLDER = TODAY - timedelta(days=4)
+FIRST_DAY = TODAY - timedelta(days=6)
+AFTER_DEADLINE = datetime.combine(TODAY, time(4, 0), tzinfo=UTC)
+
+
+def _defs(data_dir: Path, base_url: str | None = "sandbox") -> dg.Definitions:
+    return build_defs(
+        contact_center=ContactCenterResource(
+            base_url=base_url,
+            sandbox_cdrs_per_day=200,
+            sandbox_start_date=FIRST_DAY.isoformat(),
+        ),
+        warehouse=WarehouseResource(data_dir=str(data_dir)),
+        start_date=FIRST_DAY,
+        retry_policy=dg.RetryPolicy(max_retries=0),
+    )
+
+
+def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance, day: date) -> bool:
+    result = defs.resolve_job_def("cdr_daily").execute_in_process(
+        instance=instance, partition_key=day.isoformat(), raise_on_error=False
+    )
+    return result.success
+
+
+def _check(
+    defs: dg.Definitions, instance: dg.DagsterInstance, as_of: datetime
+) -> tuple[bool, str, dict[str, Any]]:
+    job = defs.resolve_job_def(FRESHNESS_JOB)
+    (op_name,) = [node.name for node in job.nodes]
+    result = job.execute_in_process(
+        instance=instance,
+        run_config={"ops": {op_name: {"config": {"as_of": as_of.isoformat()}}}},
+    )
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert evaluation.check_name == FRESHNESS_CHECK
+    metadata = {k: v.value for k, v in evaluation.metadata.items()}
+    return evaluation.passed, evaluation.description or "", metadata
+
+
+@pytest.fixture
+def instance() -> Any:
+    with dg.DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def test_due_day_is_yesterday_only_after_the_nightly_deadline() -> None:
+    assert due_day(AFTER_DEADLINE) == YESTERDAY
+    assert due_day(datetime.combine(TODAY, time(3, 0), tzinfo=UTC)) == YESTERDAY
+    # Before 03:00 UTC yesterday is not due yet: the day before it is.
+    assert due_day(datetime.combine(TODAY, time(2, 59), tzinfo=UTC)) == YESTERDAY - timedelta(1)
+
+
+def test_backfilled_older_day_does_not_hide_a_missing_yesterday(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    defs = _defs(tmp_path)
+    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert not passed
+    assert meta["status"] == "missing"
+
+    # An older day is backfilled: the asset was just materialized, so a per-asset freshness
+    # policy sees it fresh. The partition-aware check still fails, naming yesterday.
+    assert _materialize(defs, instance, OLDER)
+    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert not passed, why
+    assert meta["due_partition"] == YESTERDAY.isoformat()
+    assert meta["status"] == "missing"
+    assert meta["newest_materialized_partition"] == OLDER.isoformat()
+    assert f"{YESTERDAY} has not been materialized" in why
+    assert f"the newest day that landed is {OLDER}" in why
+
+    # Yesterday's run fails (no API configured): still failing, now saying it failed.
+    assert not _materialize(_defs(tmp_path, base_url=None), instance, YESTERDAY)
+    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert not passed
+    assert meta["status"] == "failed"
+    assert f"the latest run of {YESTERDAY} failed" in why
+
+    # Yesterday lands: the check passes as of the same clock.
+    assert _materialize(defs, instance, YESTERDAY)
+    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert passed, why
+    assert meta["status"] == "materialized"
+    assert meta["newest_materialized_partition"] == YESTERDAY.isoformat()
+
+    # A day later (the clock moves past the next deadline) today's partition is due and missing.
+    passed, _, meta = _check(defs, instance, AFTER_DEADLINE + timedelta(days=1))
+    assert not passed
+    assert meta["due_partition"] == TODAY.isoformat()
+
+
+def test_the_schedule_evaluates_the_check_as_of_its_tick(tmp_path: Path) -> None:
+    defs = _defs(tmp_path)
+    schedule = defs.get_repository_def().get_schedule_def("cdr_freshness_hourly")
+    tick = datetime.combine(TODAY, time(3, 5), tzinfo=UTC)
+    with dg.DagsterInstance.ephemeral() as instance:
+        context = dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)
+        requests = schedule.evaluate_tick(context).run_requests or []
+    (request,) = requests
+    (config,) = request.run_config["ops"].values()
+    assert config == {"config": {"as_of": tick.isoformat()}}
