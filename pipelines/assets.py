@@ -222,8 +222,13 @@ def build_cdr_assets(
                     "preview": _preview(stats.previews.get(table)),
                 },
             )
+
+        def written_ids() -> Iterator[pl.Series]:
+            for batch in lake.iter_batches("cdrs", f"date={partition}", columns=["id"]):
+                yield batch["id"]
+
         yield from selected_checks(
-            checks.results(known_user_ids(lake)), context.selected_asset_check_keys
+            checks.results(known_user_ids(lake), written_ids), context.selected_asset_check_keys
         )
 
     return [raw_cdrs]

@@ -1,0 +1,93 @@
+"""The CDR checks computed in the writing step (`DayChecks`): each one fails on the data it
+guards against, across row groups, and passes on a clean day."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import dagster as dg
+import orjson
+import polars as pl
+
+from connectors.sandbox.generator import encode_page
+from pipelines.checks import DayChecks
+from warehouse.normalize import decode_page_typed, normalize_decoded
+
+DAY = "2026-11-05"
+
+
+def _rec(i: int, **over: object) -> dict[str, object]:
+    rec: dict[str, object] = {
+        "id": f"00000000-0000-0000-0000-{i:012d}",
+        "type": "sms",
+        "subtype": "outbound_sms",
+        "disposition": "sent",
+        "from": {"type": "phone_number", "phone_number": "4930123"},
+        "to": {"type": "phone_number", "phone_number": "4930999"},
+        "user": {"id": "u-1", "name": "Ann"},
+        "cost": 0.01,
+        "tags": [],
+        "started_at": f"{DAY}T10:00:{i % 60:02d}.000Z",
+        "ended_at": f"{DAY}T10:01:00.000Z",
+        "data": {"sent": True, "segments_count": 1, "message": "hi"},
+    }
+    rec.update(over)
+    return rec
+
+
+def _group(*records: dict[str, object]) -> pl.DataFrame:
+    return decode_page_typed(encode_page([orjson.dumps(r) for r in records], len(records), None))
+
+
+def _fold(*groups: pl.DataFrame) -> DayChecks:
+    checks = DayChecks(DAY)
+    for group in groups:
+        checks.add(group.height, normalize_decoded(group))
+    return checks
+
+
+def _results(checks: DayChecks, ids: list[str] | None = None) -> dict[str, dg.AssetCheckResult]:
+    def written() -> Iterator[pl.Series]:
+        yield pl.Series("id", ids or [], dtype=pl.String)
+
+    known = pl.Series("id", ["u-1"], dtype=pl.String)
+    return {str(r.check_name): r for r in checks.results(known, written)}
+
+
+def test_a_clean_day_passes_every_check() -> None:
+    results = _results(_fold(_group(_rec(1), _rec(2)), _group(_rec(3))))
+    assert {name: r.passed for name, r in results.items()} == dict.fromkeys(results, True)
+    assert len(results) == 6
+
+
+def test_a_duplicate_across_row_groups_fails_ids_unique_and_is_named() -> None:
+    dup = _rec(2)["id"]
+    checks = _fold(_group(_rec(1), _rec(2)), _group(_rec(2, cost=0.5), _rec(3)))
+    written = [_rec(1)["id"], dup, dup, _rec(3)["id"]]
+    result = _results(checks, [str(i) for i in written])["cdrs_ids_unique"]
+    assert not result.passed
+    assert result.metadata["duplicate_ids"].value == 1
+    assert result.metadata["sample"].value == [dup]
+
+
+def test_window_nulls_types_users_and_quarantine_each_fail() -> None:
+    outside = _rec(1, started_at="2026-11-06T00:00:00.000Z")
+    stranger = _rec(2, user={"id": "u-unknown"})
+    broken = _rec(3, cost="1.00")  # a string cost: quarantined
+    fax = _rec(4, type="fax", data={"pages": 1})  # unknown type: in cdrs, in no type table
+    results = _results(_fold(_group(outside, stranger), _group(broken, fax)))
+    assert not results["cdrs_started_at_in_window"].passed
+    assert results["cdrs_started_at_in_window"].metadata["sample"].value == [outside["id"]]
+    assert not results["cdrs_users_known"].passed
+    assert not results["cdr_quarantine_empty"].passed
+    assert results["cdr_quarantine_empty"].metadata["quarantined"].value == 1
+    # The unknown type is accounted for, so the type tables still add up, and no key is null.
+    assert results["cdrs_type_tables_add_up"].passed
+    assert results["cdrs_type_tables_add_up"].metadata["unknown_type_rows"].value == 1
+    assert results["cdrs_keys_not_null"].passed
+
+
+def test_type_tables_that_do_not_add_up_fail() -> None:
+    checks = _fold(_group(_rec(1), _rec(2)))
+    checks.table_rows["cdr_sms"] -= 1  # a type table that lost a row
+    assert not _results(checks)["cdrs_type_tables_add_up"].passed
