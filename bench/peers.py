@@ -274,6 +274,10 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
         ours = run_cdrhouse(sb, KEY, first, end, ours_dir)
         print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
+    except BaseException:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
     finally:
         sb.close()
     ids = compare_ids(ours_dir / "warehouse.duckdb", dlt_dir / DLT_DATABASE)
