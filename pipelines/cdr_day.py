@@ -125,18 +125,32 @@ async def pull_day(
     write: Callable[[pl.DataFrame], None],
     stats: DayStats,
 ) -> None:
-    """Fetch one day, decode every page and hand it to `write` (one worker thread), in order."""
+    """Fetch one day, decode every page and hand it to `write`, in page order.
+
+    Three threads share the work: the event loop receives pages, one thread decodes them and
+    one writes (`write`), each page's write waiting for the previous one. Decoding and writing
+    are mostly polars and Parquet, which release the GIL, so both cores stay busy."""
     start, end = partition_window(partition)
     loop = asyncio.get_running_loop()
-    landing: deque[asyncio.Future[None]] = deque()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-day") as pool:
+    landing: deque[asyncio.Task[int]] = deque()
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-decode") as decoder,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-write") as writer,
+    ):
+
+        async def land(body: bytes, previous: asyncio.Task[int] | None) -> int:
+            frame = await loop.run_in_executor(decoder, decode_page_typed, body)
+            if previous is not None:
+                await previous  # page order: the previous page is written first
+            if frame.height:
+                await loop.run_in_executor(writer, write, frame)
+            return frame.height
+
         try:
             async with contact_center.client(log) as client:
                 async for page in client.fetch_cdr_pages(start, end):
-                    frame = decode_page_typed(page.body)
-                    if frame.height:
-                        landing.append(loop.run_in_executor(pool, write, frame))
-                    stats.rows += frame.height
+                    previous = landing[-1] if landing else None
+                    landing.append(asyncio.create_task(land(page.body, previous)))
                     stats.pages += 1
                     stats.bytes += len(page.body)
                     window = (page.window_start.isoformat(), page.window_end.isoformat())
@@ -145,15 +159,16 @@ async def pull_day(
                         stats.windows.add(window)
                         stats.api_total += page.total
                     if len(landing) >= WRITE_AHEAD_PAGES:
-                        await landing.popleft()
+                        stats.rows += await landing.popleft()
             while landing:
-                await landing.popleft()
+                stats.rows += await landing.popleft()
         finally:
-            # On failure: queued writes are dropped and the pool's shutdown waits for the
-            # running one, so `write` is never called after we return.
-            for fut in landing:
-                if not fut.cancel() and not fut.cancelled():
-                    fut.exception()  # retrieved; the first error is already propagating
+            # On failure: pending pages are dropped (a task waiting on a failed one fails too)
+            # and the pools' shutdown waits for the running decode and write, so `write` is
+            # never called after we return.
+            for task in landing:
+                task.cancel()
+            await asyncio.gather(*landing, return_exceptions=True)
 
 
 @contextmanager
