@@ -89,9 +89,12 @@ def build_defs(
     freshness_job, freshness_schedule = build_freshness_job_and_schedule(freshness)
     cdr_keys = [key for a in cdr_assets for key in a.keys]
     snapshot_keys = [key for a in snapshot_assets for key in a.keys]
+    # The freshness check judges the newest due day, not the day a run writes: its own job.
+    cdr_selection = dg.AssetSelection.groups(CDR_GROUP) - dg.AssetSelection.checks(freshness)
+    cdr_checks = [key for a in cdr_assets for key in a.check_keys]
     cdr_job = dg.define_asset_job(
         CDR_JOB,
-        selection=dg.AssetSelection.groups(CDR_GROUP),
+        selection=cdr_selection,
         description="One UTC day of CDRs: fetch, normalize, check.",
     )
     snapshot_job = dg.define_asset_job(
@@ -104,7 +107,9 @@ def build_defs(
         asset_checks=[*checks, freshness],
         jobs=[cdr_job, snapshot_job, freshness_job],
         schedules=[
-            build_nightly_schedule(partitions_def, cdr_keys, snapshot_keys, lookback_days),
+            build_nightly_schedule(
+                partitions_def, cdr_keys, snapshot_keys, lookback_days, cdr_checks
+            ),
             freshness_schedule,
         ],
         sensors=[failure_summary_sensor, report_sensor],

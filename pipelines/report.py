@@ -39,11 +39,19 @@ class ReportConfig(dg.Config):
 
 
 def report_condition() -> dg.AutomationCondition[Any]:
-    """After the nightly tick, once yesterday's aggregates and the balance are new."""
+    """After the nightly tick, once each dependency's newest partition (yesterday, for the
+    daily aggregates) was updated since that tick, and none of them is in progress. An older
+    day landing (a lookback, a backfill) does not count."""
+    tick: dg.AutomationCondition[Any] = dg.AutomationCondition.cron_tick_passed(NIGHTLY_CRON, "UTC")
+    newest_updated = (
+        dg.AutomationCondition.in_latest_time_window()
+        & dg.AutomationCondition.newly_updated().since(tick)
+    ).with_label("newest partition updated since the nightly tick")
     return (
-        dg.AutomationCondition.on_cron(NIGHTLY_CRON)
+        tick.since_last_handled()
+        & dg.AutomationCondition.all_deps_match(newest_updated)
         & ~dg.AutomationCondition.any_deps_in_progress()
-    )
+    ).with_label("after the nightly CDR days")
 
 
 def build_report_asset(

@@ -30,8 +30,12 @@ def build_nightly_schedule(
     cdr_assets: Sequence[dg.AssetKey],
     snapshot_assets: Sequence[dg.AssetKey],
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    cdr_checks: Sequence[dg.AssetCheckKey] | None = None,
 ) -> dg.ScheduleDefinition:
-    """The 01:00 UTC schedule over the CDR partitions and the snapshot assets."""
+    """The 01:00 UTC schedule over the CDR partitions and the snapshot assets.
+
+    `cdr_checks` limits the checks a CDR run executes (default: every check of its assets);
+    the freshness check has its own hourly job and stays out of the day runs."""
 
     @dg.schedule(
         name="nightly",
@@ -49,6 +53,7 @@ def build_nightly_schedule(
                 run_key=f"{tick}:cdrs:{key}",
                 partition_key=key,
                 asset_selection=list(cdr_assets),
+                asset_check_keys=None if cdr_checks is None else list(cdr_checks),
                 tags={"cdrhouse/lookback": str(key != keys[-1]).lower()},
             )
             for keys in [nightly_partition_keys(scheduled, lookback_days, partitions_def)]

@@ -1,0 +1,334 @@
+"""`cdrhouse report` and the `contact_center_report` asset on a real 7-day sandbox warehouse.
+
+The warehouse is built by `cdrhouse ingest` (in-process sandbox, 300 CDRs a day); the report
+is written by the real command in a subprocess and opened in Debian's Chromium with the network
+off. Every chart must draw one SVG mark per row of its embedded data, and the numbers behind
+three charts (volume, cost, SMS) must equal what SQL on the reporting views returns. The
+screenshot is saved under `.artifacts/` (docs/report.png is a copy of one).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from pipelines.cli import cmd_ingest
+from pipelines.definitions import build_defs
+from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
+from pipelines.resources import ContactCenterResource, WarehouseResource
+from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
+from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
+
+TODAY = datetime.now(UTC).date()
+START = TODAY - timedelta(days=7)
+# Each chart, the view it reads and an axis title with its unit.
+VIEWS = {
+    "volume": "rpt_daily_volume",
+    "cost": "rpt_cost_daily",
+    "sla": "rpt_queue_service",
+    "queues": "rpt_queue_service",
+    "agents": "rpt_agent_performance",
+    "campaigns": "rpt_campaign_outcomes",
+    "sms": "rpt_sms_delivery",
+    "balance": "rpt_balance",
+}
+UNITS = {
+    "volume": "CDRs (count)",
+    "cost": "cost (account currency)",
+    "sla": "conversations (count)",
+    "queues": "average queue wait (seconds)",
+    "agents": "talk time (hours)",
+    "campaigns": "campaign calls (count)",
+    "sms": "SMS (count)",
+    "balance": "balance (account currency)",
+}
+CHARTS = tuple(VIEWS)
+
+
+def marks_expected(key: str, rows: int) -> int:
+    """SVG marks each chart draws for its rows: one bar (or point) per row, plus the extra
+    panels of the queue (average wait: one bar per queue, i.e. per 2 rows) and agent charts
+    (3 panels), and the balance line itself."""
+    return {"queues": rows + rows // 2, "agents": 3 * rows, "balance": rows + 1}.get(key, rows)
+
+
+@pytest.fixture(scope="module")
+def warehouse_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data_dir = tmp_path_factory.mktemp("report") / "data"
+    env = {
+        "CC_API_BASE_URL": "sandbox",
+        "CDRHOUSE_DATA_DIR": str(data_dir),
+        "CDRHOUSE_START_DATE": START.isoformat(),
+        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+    }
+    assert cmd_ingest(START, TODAY, env, out=io.StringIO()) == 0
+    return data_dir
+
+
+def run_report(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `cdrhouse report`, in its own process."""
+    env = {"CDRHOUSE_DATA_DIR": str(data_dir), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "report", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_offline(browser: Browser, path: Path) -> tuple[Page, list[str]]:
+    """The file in a context with the network off; every request other than the file itself
+    is recorded and aborted."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, offline=True)
+    fetched: list[str] = []
+
+    def refuse(route: Any) -> None:
+        if route.request.url != path.as_uri():
+            fetched.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    context.route("**/*", refuse)
+    page = context.new_page()
+    page.goto(path.as_uri())
+    return page, fetched
+
+
+def embedded(page: Page) -> dict[str, list[dict[str, Any]]]:
+    """The rows each chart draws, read from its embedded Vega-Lite spec in the page."""
+    specs = page.evaluate(
+        """() => Object.fromEntries(Array.from(
+            document.querySelectorAll('script[type="application/json"][data-chart]'),
+            (el) => [el.dataset.chart, JSON.parse(el.textContent)]))"""
+    )
+    return {key: spec["data"]["values"] for key, spec in specs.items()}
+
+
+def sql(data_dir: Path, query: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        params = {"start": START, "end": TODAY} if "$start" in query else None
+        return con.execute(query, params).fetchall()
+
+
+# The Dagster tests run before the browser starts: Playwright's sync API keeps its own event
+# loop in this thread while it runs.
+
+
+def test_report_asset_writes_the_file_and_headline_numbers(warehouse_dir: Path) -> None:
+    warehouse = WarehouseResource(data_dir=str(warehouse_dir))
+    defs = build_defs(
+        contact_center=ContactCenterResource(base_url="sandbox"),
+        warehouse=warehouse,
+        start_date=START,
+    )
+    asset = defs.resolve_assets_def(REPORT_ASSET)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([asset], instance=instance)
+        (event,) = result.get_asset_materialization_events()
+    metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    path = warehouse_dir / REPORTS_DIR / REPORT_FILE
+    assert metadata["report"] == path.as_uri()
+    assert 'data-chart="volume"' in path.read_text()  # drawn by the browser from inline data
+    (cdrs, cost, met, breached) = sql(
+        warehouse_dir,
+        "SELECT (SELECT count(*) FROM cdrs), (SELECT sum(cost) FROM cdrs), "
+        "(SELECT sum(first_response_met + resolution_met + avg_reply_met) FROM rpt_queue_service),"
+        " (SELECT sum(first_response_breached + resolution_breached + avg_reply_breached) "
+        "FROM rpt_queue_service)",
+    )[0]
+    # Floats, so that Dagster's metadata plots chart them over materializations.
+    assert isinstance(metadata["cdrs"], float)
+    assert metadata["cdrs"] == float(cdrs)
+    assert isinstance(metadata["cost"], float)
+    assert metadata["cost"] == float(cost)
+    assert Decimal(metadata["cost_exact"]) == cost
+    assert metadata["sla_met_pct"] == round(100.0 * met / (met + breached), 2)
+    assert json.dumps(metadata["range"])
+
+
+def test_report_is_requested_once_yesterday_and_the_balance_landed_after_the_tick(
+    tmp_path: Path,
+) -> None:
+    defs = build_defs(
+        contact_center=ContactCenterResource(base_url="sandbox"),
+        warehouse=WarehouseResource(data_dir=str(tmp_path)),
+        start_date=START,
+    )
+    report = dg.AssetKey(REPORT_ASSET)
+    yesterday = (TODAY - timedelta(days=1)).isoformat()
+    aggregates = [
+        key
+        for key in defs.resolve_asset_graph().get(report).parent_keys
+        if key.to_user_string().startswith("agg_")
+    ]
+    clock = iter(
+        datetime.combine(TODAY, time(0, 30), UTC) + timedelta(minutes=20 * i) for i in range(9)
+    )
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        cursor = None
+
+        def tick() -> int:
+            nonlocal cursor
+            result = dg.evaluate_automation_conditions(
+                defs, instance, evaluation_time=next(clock), cursor=cursor
+            )
+            cursor = result.cursor
+            return result.get_num_requested(report)
+
+        def land(key: dg.AssetKey, partition: str | None) -> None:
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+
+        assert tick() == 0  # 00:30: before the nightly tick
+        assert tick() == 0  # 00:50
+        assert tick() == 0  # 01:10: the tick passed, nothing landed yet
+        for key in aggregates:  # an older day (a lookback or a backfill) is not enough
+            land(key, (TODAY - timedelta(days=3)).isoformat())
+        land(dg.AssetKey("balance_snapshots"), None)
+        assert tick() == 0  # 01:30
+        for key in aggregates[:-1]:
+            land(key, yesterday)
+        assert tick() == 0  # 01:50: one aggregate of yesterday still missing
+        land(aggregates[-1], yesterday)
+        assert tick() == 1  # 02:10: yesterday and the balance are in: one report
+        assert tick() == 0  # 02:30: and only one
+
+
+@pytest.mark.browser
+def test_report_renders_every_chart_offline_with_the_views_numbers(
+    warehouse_dir: Path, browser: Browser, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    done = run_report(warehouse_dir, "--days", "7", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert str(out) in done.stdout
+    html = out.read_text()
+    assert "<script src" not in html  # everything inline
+    assert "<link" not in html
+
+    page, fetched = open_offline(browser, out)
+    page.wait_for_function("document.body.dataset.rendered !== undefined", timeout=30_000)
+    assert page.evaluate("window.cdrhouseErrors") == []
+    assert page.evaluate("window.cdrhouseRendered") == len(CHARTS)
+    assert fetched == []
+
+    data = embedded(page)
+    assert set(data) == set(CHARTS)
+    for key in CHARTS:
+        chart = page.locator(f"#chart-{key}")
+        rows = len(data[key])
+        assert rows > 0, key
+        # One SVG mark per row: bars, points, the line (legend symbols are not marks).
+        assert chart.locator("svg .role-mark path").count() == marks_expected(key, rows), key
+        # Title, axis titles with units, and the view it came from.
+        text = chart.locator("svg").text_content() or ""
+        assert f"source: {VIEWS[key]}" in text, key
+        assert UNITS[key] in text, key
+        section = page.locator(f"#section-{key}")
+        assert f"SQL view: {VIEWS[key]}" in (section.text_content() or "")
+
+    # Chart 1: daily volume by type equals the view's sums.
+    volume = {(r["date"], r["type"]): r["cdrs"] for r in data["volume"]}
+    expected = sql(
+        warehouse_dir,
+        "SELECT date, type, sum(cdrs) FROM rpt_daily_volume "
+        "WHERE date >= $start AND date < $end GROUP BY ALL",
+    )
+    assert volume == {(d.isoformat(), t): int(n) for d, t, n in expected}
+    assert sum(volume.values()) == sql(warehouse_dir, "SELECT count(*) FROM cdrs")[0][0] == 2100
+
+    # Chart 2: cost per day and type, exact decimals (the text behind the tooltips).
+    cost = {(r["date"], r["type"]): Decimal(r["cost_exact"]) for r in data["cost"]}
+    expected = sql(
+        warehouse_dir,
+        "SELECT date, type, sum(cost) FROM rpt_cost_daily "
+        "WHERE date >= $start AND date < $end GROUP BY ALL",
+    )
+    assert cost == {(d.isoformat(), t): c for d, t, c in expected}
+    assert all(isinstance(c, Decimal) for _, _, c in expected)
+
+    # Chart 7: SMS sent and failed per day.
+    sms = {(r["date"], r["status"]): r["messages"] for r in data["sms"]}
+    expected = sql(
+        warehouse_dir,
+        "SELECT date, sent, failed FROM rpt_sms_delivery WHERE date >= $start AND date < $end",
+    )
+    assert sms == {
+        (d.isoformat(), status): n
+        for d, sent, failed in expected
+        for status, n in (("sent", sent), ("failed", failed))
+    }
+
+    # A tooltip shows the exact decimal: hover the tallest cost bar.
+    biggest = max(data["cost"], key=lambda r: r["cost"])
+    bars = page.locator("#chart-cost svg .role-mark path")
+    labels = [bars.nth(i).get_attribute("aria-label") or "" for i in range(bars.count())]
+    assert any(biggest["cost_exact"] in label for label in labels)
+
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    shot = ARTIFACTS_DIR / "contact_center_report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_report_over_an_empty_range_says_so(
+    warehouse_dir: Path, browser: Browser, tmp_path: Path
+) -> None:
+    out = tmp_path / "empty.html"
+    done = run_report(
+        warehouse_dir, "--start", "2020-01-01", "--end", "2020-01-08", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no CDRs in that range" in done.stdout
+    page, fetched = open_offline(browser, out)
+    message = page.get_by_text("No CDRs between 2020-01-01 and 2020-01-07")
+    assert message.is_visible()
+    assert page.locator("svg").count() == 0  # no empty axes
+    assert fetched == []
+    page.context.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--days", "3", "--start", "2026-11-01", "--end", "2026-11-02"],
+        ["--start", "2026-11-01"],
+        ["--start", "2026-11-05", "--end", "2026-11-01"],
+        ["--start", "yesterday", "--end", "2026-11-01"],
+        ["--days", "0"],
+    ],
+    ids=["days-and-range", "start-alone", "end-before-start", "not-a-date", "zero-days"],
+)
+def test_bad_report_arguments_exit_2_with_one_line(tmp_path: Path, args: list[str]) -> None:
+    done = run_report(tmp_path, *args, "--out", str(tmp_path / "r.html"))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "r.html").exists()
