@@ -1,0 +1,131 @@
+"""The catalog metadata of the table assets: columns, lineage, table name, location, owners."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from models.tables import TABLES
+from pipelines.catalog import LINEAGE_TABLES, OwnersError, parse_owners
+from pipelines.definitions import build_defs, defs_from_env
+from pipelines.resources import ContactCenterResource, WarehouseResource
+from tests.pipelines.test_freshness import FIRST_DAY, YESTERDAY
+from warehouse.dictionary import DOC_PATH
+
+LAKE = "s3://acme-data/cdrhouse/lake"
+
+
+def _graph(data_dir: Path, lake_uri: str | None = None) -> dg.AssetGraph:
+    defs = build_defs(
+        contact_center=ContactCenterResource(
+            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=FIRST_DAY.isoformat()
+        ),
+        warehouse=WarehouseResource(data_dir=str(data_dir), lake_uri=lake_uri),
+        start_date=FIRST_DAY,
+        retry_policy=dg.RetryPolicy(max_retries=0),
+    )
+    return defs.resolve_asset_graph()
+
+
+def _dictionary_rows() -> dict[str, dict[str, tuple[str, str]]]:
+    """Column -> (type, meaning) per section of docs/warehouse.md, the checked-in dictionary."""
+    sections: dict[str, dict[str, tuple[str, str]]] = {}
+    current: dict[str, tuple[str, str]] = {}
+    for line in DOC_PATH.read_text().splitlines():
+        if heading := re.match(r"^### `(\w+)`", line):
+            current = sections.setdefault(heading.group(1), {})
+        elif row := re.match(r"^\| `(\w+)` \| ([^|]+) \| (.*) \|$", line):
+            current[row.group(1)] = (row.group(2).strip(), row.group(3).strip())
+    return sections
+
+
+def test_every_table_asset_carries_its_described_columns_name_and_location(
+    tmp_path: Path,
+) -> None:
+    graph = _graph(tmp_path, LAKE)
+    dictionary = _dictionary_rows()
+    tables = [
+        key for key in graph.get_all_asset_keys() if key.to_user_string() != "contact_center_report"
+    ]
+    assert len(tables) == 30
+    for key in tables:
+        name = key.to_user_string()
+        metadata = graph.get(key).metadata
+        schema = metadata["dagster/column_schema"]
+        assert isinstance(schema, dg.TableSchema), name
+        columns = {c.name: (c.type, c.description) for c in schema.columns}
+        if name in TABLES:
+            # Every column of the spec, in order, with the dictionary's type and meaning.
+            assert [c.name for c in schema.columns] == TABLES[name].column_names, name
+            assert columns == dictionary[name], name
+        else:  # agg_X: the columns of rpt_X minus its current-name lookup, same meanings
+            view = dictionary[name.replace("agg_", "rpt_")]
+            assert set(columns) == set(view) - {"current_name"}, name
+            for column, (ctype, meaning) in columns.items():
+                assert (ctype.replace(" ", ""), meaning) == (
+                    view[column][0].replace(" ", ""),
+                    view[column][1],
+                ), (name, column)
+        assert all(description for _, description in columns.values()), name
+        snapshot = name in TABLES and TABLES[name].kind == "snapshot"
+        view_name = f"{name}_snapshots" if snapshot and name != "balance_snapshots" else name
+        assert metadata["dagster/table_name"] == f"warehouse.main.{view_name}", name
+        assert metadata["dagster/uri"] == f"{LAKE}/{name}", name
+        assert graph.get(key).owners == ["team:cdrhouse"], name
+
+
+def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(tmp_path: Path) -> None:
+    graph = _graph(tmp_path)
+    lineage_paths: dict[str, set[str]] = {}
+    for name in LINEAGE_TABLES:
+        lineage = graph.get(dg.AssetKey(name)).metadata["dagster/column_lineage"]
+        assert isinstance(lineage, dg.TableColumnLineage)
+        assert set(lineage.deps_by_column) == set(TABLES[name].column_names), name
+        for column, deps in lineage.deps_by_column.items():
+            (dep,) = deps
+            assert dep.asset_key == dg.AssetKey("raw_cdrs"), (name, column)
+            lineage_paths.setdefault(dep.column_name, set()).add(f"{name}.{column}")
+    raw_columns = set(TABLES["raw_cdrs"].column_names)
+    paths = {p for p in lineage_paths if p not in raw_columns}
+    assert all(p.startswith("record.") for p in paths), paths
+
+    # Land one real sandbox day; each path must be a field of some raw record.
+    defs = build_defs(
+        contact_center=ContactCenterResource(
+            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=FIRST_DAY.isoformat()
+        ),
+        warehouse=WarehouseResource(data_dir=str(tmp_path)),
+        start_date=FIRST_DAY,
+    )
+    result = defs.resolve_job_def("cdr_daily").execute_in_process(
+        partition_key=YESTERDAY.isoformat(), instance=dg.DagsterInstance.ephemeral()
+    )
+    assert result.success
+    glob = str(tmp_path / "lake" / "raw_cdrs" / "*" / "*.parquet")
+    found = {
+        path: count
+        for path in sorted(paths)
+        for (count,) in duckdb.sql(
+            f"SELECT count(*) FROM read_parquet('{glob}') "
+            f"WHERE json_exists(record, '$.{path.removeprefix('record.')}')"
+        ).fetchall()
+    }
+    missing = sorted(p for p, n in found.items() if n == 0)
+    assert not missing, f"lineage names fields no raw record has: {missing}"
+
+
+def test_owners_come_from_cdrhouse_owners(tmp_path: Path) -> None:
+    env = {
+        "CDRHOUSE_DATA_DIR": str(tmp_path),
+        "CDRHOUSE_OWNERS": "team:contact-center-data, lead@example.com",
+    }
+    graph = defs_from_env(env).resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).owners == ["team:contact-center-data", "lead@example.com"]
+    assert parse_owners(" ") == ("team:cdrhouse",)
+    with pytest.raises(OwnersError, match="CDRHOUSE_OWNERS: data team is not an owner"):
+        parse_owners("data team")
