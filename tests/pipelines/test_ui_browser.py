@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
+from models.tables import TABLES
 from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.pipelines._dagster_dev import (
@@ -186,3 +187,29 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     shot = ARTIFACTS_DIR / "ui_asset_graph_after_backfill.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
+
+
+def test_cdrs_asset_page_lists_its_described_columns(dagster_dev: DagsterDev, page: Page) -> None:
+    # The catalog metadata (dagster/column_schema) shows as the Columns table of the overview.
+    open_ui(page, f"{dagster_dev.url}/assets/cdrs")
+    expect(page.get_by_text("Columns", exact=True).first).to_be_visible(timeout=30_000)
+    table = page.get_by_role("table").filter(has=page.get_by_text("from_phone_number", exact=True))
+    expect(table).to_be_visible()
+    # Each row: name, DuckDB type, meaning (rendered as markdown: `from` becomes code).
+    spec = {c.name: c for c in TABLES["cdrs"].columns}
+    for column, ctype in (
+        ("from_phone_number", "VARCHAR"),
+        ("cost", "DECIMAL(18, 6)"),
+        ("started_at", "TIMESTAMPTZ"),
+    ):
+        row = table.get_by_role("row").filter(has=page.get_by_text(column, exact=True)).first
+        expect(row).to_contain_text(ctype)
+        expect(row).to_contain_text(spec[column].description.replace("`", ""))
+    # Every column of the spec is listed.
+    for column in TABLES["cdrs"].column_names:
+        expect(table.get_by_text(column, exact=True).first).to_be_attached()
+    # The table's name and location come with it.
+    expect(page.get_by_text("warehouse.main.cdrs").first).to_be_visible()
+
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS_DIR / "ui_cdrs_columns.png"), full_page=True)
