@@ -320,7 +320,8 @@ def _table_counts(database: Path) -> list[tuple[str, int]]:
 
 
 def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
-    """Ingest the last `days` complete days from the sandbox, then show what landed."""
+    """Ingest the last `days` complete days from the sandbox, show what landed, and end with
+    the path of the contact-center report of those days."""
     import duckdb
 
     from pipelines.resources import SANDBOX
@@ -346,6 +347,11 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
     for row in result:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
+    from warehouse.report import write_report
+
+    report_path = _data_dir(env) / "report.html"
+    write_report(_data_dir(env), today - timedelta(days=days), today, report_path)
+    print(f"\ncontact-center report (open it in a browser, works offline): {report_path}", file=out)
     return 0
 
 

@@ -24,11 +24,12 @@ import duckdb
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from pipelines.cli import cmd_ingest
+from pipelines.cli import cmd_demo, cmd_ingest
 from pipelines.definitions import build_defs
 from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
+from tests.pipelines.test_cli_startup import _heavy, _run
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
 
 TODAY = datetime.now(UTC).date()
@@ -134,6 +135,35 @@ def sql(data_dir: Path, query: str) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
         params = {"start": START, "end": TODAY} if "$start" in query else None
         return con.execute(query, params).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "expected"),
+    [
+        (["report", "--help"], 0, "--out OUT"),
+        (["report", "--days", "0"], 2, "cdrhouse report: error: --days 0: give at least 1"),
+    ],
+    ids=["help", "usage-error"],
+)
+def test_report_help_and_usage_errors_import_nothing_heavy(
+    tmp_path: Path, argv: list[str], code: int, expected: str
+) -> None:
+    result = _run(tmp_path, argv, {"CDRHOUSE_DATA_DIR": str(tmp_path / "data")})
+    assert result["code"] == code, result
+    assert expected in str(result["out"] if code == 0 else result["err"])
+    modules: list[str] = result["modules"]  # type: ignore[assignment]
+    assert _heavy(modules) == []
+    assert not [m for m in modules if m.split(".")[0] in ("altair", "vl_convert")]
+
+
+def test_demo_ends_with_the_path_of_the_report(tmp_path: Path) -> None:
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path), "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "200"}
+    out = io.StringIO()
+    assert cmd_demo(env, days=2, out=out) == 0
+    last = out.getvalue().rstrip().splitlines()[-1]
+    path = tmp_path / "report.html"
+    assert last == f"contact-center report (open it in a browser, works offline): {path}"
+    assert 'data-chart="volume"' in path.read_text()
 
 
 # The Dagster tests run before the browser starts: Playwright's sync API keeps its own event
