@@ -53,7 +53,7 @@ lint: install
 # Two workers: most of the suite waits on subprocesses, servers and Dagster's daemon, not on a
 # core. tests/conftest.py keeps each module (and the shared `dagster dev`) on one worker.
 test: install browser services lint
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
