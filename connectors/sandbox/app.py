@@ -35,7 +35,7 @@ from connectors.sandbox.http import (
 )
 
 if TYPE_CHECKING:
-    from connectors.sandbox import Sandbox
+    from connectors.sandbox.emulator import Sandbox
 
 Handler = Callable[[Request], Awaitable[Response]]
 Json = dict[str, Any]

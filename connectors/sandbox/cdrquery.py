@@ -37,7 +37,7 @@ from connectors.sandbox.generator import (
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, raw_json
 
 if TYPE_CHECKING:
-    from connectors.sandbox import Sandbox
+    from connectors.sandbox.emulator import Sandbox
 
 OFFSET_WINDOW = 10_000
 MAX_LIMIT = 1000
@@ -307,14 +307,6 @@ class QueryCache:
         self.lists: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
 
 
-def _cache(sandbox: Sandbox) -> QueryCache:
-    cache: QueryCache | None = getattr(sandbox, "_query_cache", None)
-    if cache is None:
-        cache = QueryCache()
-        sandbox._query_cache = cache  # type: ignore[attr-defined]
-    return cache
-
-
 def _dynamic_days(sandbox: Sandbox) -> dict[date, DayCdrs]:
     from connectors.sandbox.generator import DayCdrs as Day
 
@@ -349,7 +341,7 @@ def day_view(sandbox: Sandbox, d: date) -> DayCdrs:
     version = sandbox.state.dynamic_version
     if version == 0:
         return base
-    cache = _cache(sandbox)
+    cache = sandbox.query_cache
     hit = cache.merged.get(d)
     if hit is not None and hit[0] == version and hit[1] == id(base):
         return hit[2]
@@ -427,7 +419,7 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
     seed = sandbox.config.seed
     drift = faults.drift_unknown_type_rate > 0
     late = faults.late_rate > 0
-    cache = _cache(sandbox)
+    cache = sandbox.query_cache
     out: list[Segment] = []
     for d in _days(sandbox, flt):
         day = day_view(sandbox, d)

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 if TYPE_CHECKING:
-    from connectors.sandbox import Sandbox
+    from connectors.sandbox.emulator import Sandbox
 
 SIMPLE_ERRORS: dict[int, str] = {
     400: "Bad Request",
