@@ -1,13 +1,7 @@
 """Typed async client of the Contact Center REST API v4 (see docs/architecture.md)."""
 
-from connectors.contact_center.client import (
-    CdrPage,
-    ContactCenterClient,
-    ListPage,
-    WriteResult,
-    cdr_filter_params,
-    split_window,
-)
+from connectors.contact_center.cdr import CdrPage, cdr_filter_params, split_window
+from connectors.contact_center.client import ContactCenterClient
 from connectors.contact_center.endpoints import ENDPOINTS, Endpoint, Safety
 from connectors.contact_center.errors import (
     AuthenticationError,
@@ -28,6 +22,7 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
     map_response,
 )
+from connectors.contact_center.responses import ListPage, WriteResult
 from connectors.contact_center.settings import ClientSettings
 
 __all__ = [

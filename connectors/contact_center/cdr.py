@@ -1,0 +1,208 @@
+"""The CDR bulk fetch: a time window split into sub-windows, walked in parallel, as raw pages.
+
+The hot path never builds a Python object per CDR: it yields the raw page bytes with the
+metadata read by simdjson (`paginators.read_page_info`). Every request goes through the core's
+`_send` and its retry policy. One rule stays outside it, in `window_pages`: a cursor the server
+rejects past the offset window (a 400 that is the fallback offset's, not the cursor's) is asked
+again with a budget of `max_attempts` rejections per sub-window, across its pages; `_send`'s
+budget is per request and also caps total time, so folding it in would change when it gives up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import httpx
+
+from connectors.contact_center.endpoints import ENDPOINTS
+from connectors.contact_center.errors import BadRequestError, InvalidBodyError, PaginationError
+from connectors.contact_center.paginators import (
+    OFFSET_WINDOW,
+    CursorPaginator,
+    PageInfo,
+    read_page_info,
+)
+from models.resources import iso_ms
+
+if TYPE_CHECKING:
+    from connectors.contact_center.core import ClientCore
+
+logger = logging.getLogger("connectors.contact_center")
+
+# The sandbox's documented signal of an invalid-cursor fallback (docs/sandbox.md); a real
+# server gives none, so the paginator also checks for page overlap.
+FALLBACK_HEADER = "X-Sandbox-Cursor-Fallback"
+
+Filters = Mapping[str, str | int | Sequence[str]]
+
+
+@dataclass(frozen=True)
+class CdrPage:
+    """One raw CDR page of one sub-window [window_start, window_end)."""
+
+    window_start: datetime
+    window_end: datetime
+    body: bytes  # the page JSON exactly as received
+    count: int  # records in this page
+    total: int  # the sub-window's metadata.total
+    page_index: int  # 0-based within the sub-window
+    last: bool  # no further page in this sub-window
+
+
+def split_window(
+    start: datetime, end: datetime, step: timedelta
+) -> list[tuple[datetime, datetime]]:
+    """Half-open sub-windows [a, b) covering [start, end) exactly: adjacent ones share a bound,
+    so a record on a boundary belongs to exactly one of them."""
+    for moment in (start, end):
+        if moment.tzinfo is None:
+            raise ValueError("start and end must be timezone-aware (UTC)")
+        if moment.microsecond % 1000:
+            raise ValueError("start and end must have millisecond precision (the API's)")
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    out: list[tuple[datetime, datetime]] = []
+    cursor = start
+    while cursor < end:
+        nxt = min(cursor + step, end)
+        out.append((cursor, nxt))
+        cursor = nxt
+    return out
+
+
+# The CDR filters the spec shows as "single or array"; an array is written `key[]=v` repeated.
+ARRAY_FILTERS = frozenset({"type", "subtype", "disposition", "account_id"})
+
+
+def cdr_filter_params(filters: Filters | None) -> list[tuple[str, str]]:
+    """Query pairs for CDR filters in the spec's form: a sequence is sent as `key[]=v` repeated
+    for the four array filters only; every other filter (tag, user_id, ...) takes one value, so
+    a one-element sequence is sent as `key=v` and a longer one is refused before sending."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in (filters or {}).items():
+        if key.startswith("started_at") or key in ("cursor", "offset", "limit"):
+            raise ValueError(f"{key} is set by fetch_cdr_pages itself")
+        if isinstance(value, str | int):
+            pairs.append((key, str(value)))
+        elif key in ARRAY_FILTERS:
+            pairs.extend((f"{key}[]", str(v)) for v in value)
+        else:
+            values = list(value)
+            if len(values) != 1:
+                raise ValueError(
+                    f"the CDR filter {key!r} takes one value (only "
+                    f"{', '.join(sorted(ARRAY_FILTERS))} take several); got {len(values)}"
+                )
+            pairs.append((key, str(values[0])))
+    return pairs
+
+
+async def fetch_cdr_pages(
+    client: ClientCore, start: datetime, end: datetime, filters: Filters | None = None
+) -> AsyncIterator[CdrPage]:
+    """Every CDR with started_at in [start, end), as raw pages.
+
+    The window is split into `settings.sub_window` pieces fetched by up to
+    `settings.concurrency` workers under the client's shared rate limiter; pages of one
+    sub-window arrive in order, sub-windows interleave. Each sub-window yields at least one
+    page (an empty one if it has no CDRs); its last page has `last=True`.
+    """
+    windows = deque(split_window(start, end, client.settings.sub_window))
+    if not windows:
+        return
+    base = cdr_filter_params(filters)
+    workers = min(client.settings.concurrency, len(windows))
+    # Unbounded queue + a semaphore for back-pressure: the end marker never blocks.
+    queue: asyncio.Queue[CdrPage | None] = asyncio.Queue()
+    slots = asyncio.Semaphore(2 * workers)
+    failures: list[BaseException] = []
+
+    async def worker() -> None:
+        while windows:
+            ws, we = windows.popleft()
+            async for page in window_pages(client, ws, we, base):
+                await slots.acquire()
+                queue.put_nowait(page)
+
+    async def run() -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        except BaseExceptionGroup as eg:
+            failures.append(_first_leaf(eg))
+        finally:
+            queue.put_nowait(None)
+
+    producer = asyncio.create_task(run())
+    try:
+        while (page := await queue.get()) is not None:
+            slots.release()
+            yield page
+        await producer
+        if failures:
+            raise failures[0]
+    finally:
+        if not producer.done():
+            producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
+
+
+async def window_pages(
+    client: ClientCore, ws: datetime, we: datetime, base: Sequence[tuple[str, str]]
+) -> AsyncIterator[CdrPage]:
+    """The pages of one sub-window [ws, we), in order, by cursor (offset as the fallback)."""
+    endpoint = ENDPOINTS["list_cdrs"]
+    pager = CursorPaginator(client.settings.page_size, verify_totals=client.settings.verify_totals)
+    window = [("started_at[gte]", iso_ms(ws)), ("started_at[lt]", iso_ms(we)), *base]
+
+    def parse(response: httpx.Response) -> tuple[bytes, PageInfo]:
+        if response.headers.get(FALLBACK_HEADER):
+            # The server took our cursor as invalid and paged by our offset instead:
+            # harmless (offset = records received), but worth counting.
+            client.stats["cursor_fallbacks"] += 1
+            logger.info("cursor fallback to offset=%d in %s", pager.received, iso_ms(ws))
+        body = response.content
+        info = read_page_info(body, "cdrs", keys=True)
+        if info.total is None:
+            raise InvalidBodyError("CDR page has no metadata.total; retry later")
+        pager.validate(info)  # inside the retry loop: an overlapping page is re-requested
+        return body, info
+
+    rejected = 0
+    while pager.has_next:
+        params = [*window, *pager.params().items()]
+        try:
+            body, info = await client._send(endpoint, parse, params=params)
+        except BadRequestError:
+            # A cursor the server took as invalid, past the offset window: the fallback
+            # offset is invalid too (400). The cursor itself is fine; ask again.
+            if pager.cursor is None or pager.received < OFFSET_WINDOW:
+                raise
+            rejected += 1
+            if rejected >= client.retry_policy.max_attempts:
+                raise PaginationError(
+                    f"cursor rejected {rejected} times after {pager.received} records; the "
+                    "offset fallback cannot go past 10,000 - use a smaller sub_window"
+                ) from None
+            await asyncio.sleep(client.retry_policy.delay(rejected))
+            continue
+        index = pager.pages
+        pager.update(info)
+        assert info.total is not None
+        yield CdrPage(ws, we, body, info.count, info.total, index, not pager.has_next)
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first real error inside a (nested) exception group."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_leaf(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]

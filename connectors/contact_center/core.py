@@ -1,0 +1,271 @@
+"""The client's core: one connection pool, one rate limiter, one request path.
+
+Every request goes through `ClientCore._send`: shared rate limiter, one attempt, `map_response`,
+body parsing, and the retry policy (retry.py). Logs (logger `connectors.contact_center`) carry
+the method, the path (ids but never the key or the query), the status, the attempt and the
+elapsed milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+import orjson
+from pydantic import BaseModel
+
+from connectors.contact_center.auth import BearerAuth, Redactor
+from connectors.contact_center.endpoints import ENDPOINTS, Endpoint
+from connectors.contact_center.errors import (
+    ContactCenterError,
+    RateLimitedError,
+    RetriableAPIError,
+    map_response,
+    transport_failure,
+)
+from connectors.contact_center.paginators import OffsetPaginator
+from connectors.contact_center.ratelimit import TokenBucket
+from connectors.contact_center.responses import (
+    ListPage,
+    WriteResult,
+    keyed,
+    list_body,
+    to_model,
+    write_result,
+)
+from connectors.contact_center.retry import RetryPolicy
+from connectors.contact_center.settings import ClientSettings
+
+logger = logging.getLogger("connectors.contact_center")
+_DRAINED = httpx.ByteStream(b"")
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+def user_agent() -> str:
+    """`cdrhouse/<version>` from the installed distribution."""
+    try:
+        return f"cdrhouse/{version('cdrhouse')}"
+    except PackageNotFoundError:
+        return "cdrhouse/0+unknown"
+
+
+class ClientCore:
+    """Connection, limiter, retry policy and the one request path (`_send`), plus the generic
+    endpoint shapes (get one, list a page, list all, write) the facade's methods call.
+
+    `transport` replaces the network (e.g. the sandbox's in-process ASGI transport).
+    """
+
+    def __init__(
+        self, settings: ClientSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.settings = settings
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._redact = Redactor(settings.api_key)
+        self.limiter = TokenBucket(settings.rate_limit_rps, settings.rate_limit_burst)
+        self.retry_policy = RetryPolicy(
+            max_attempts=settings.max_attempts,
+            max_total_s=settings.max_retry_s,
+            base_s=settings.backoff_base_s,
+            cap_s=settings.backoff_max_s,
+        )
+        # In-flight requests of this client, whoever calls: CDR workers or gathered list calls.
+        self._inflight = asyncio.Semaphore(settings.concurrency)
+        self.stats: dict[str, int] = {"requests": 0, "retries": 0, "cursor_fallbacks": 0}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.settings.base_url!r})"
+
+    async def __aenter__(self) -> Self:
+        s = self.settings
+        self._http = httpx.AsyncClient(
+            base_url=s.base_url,
+            transport=self._transport,
+            auth=BearerAuth(s.api_key),
+            headers={"Accept": "application/json", "User-Agent": user_agent()},
+            timeout=httpx.Timeout(s.timeout_s, connect=s.connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=s.concurrency + 4, max_keepalive_connections=s.concurrency + 4
+            ),
+            verify=True,
+            follow_redirects=False,  # a redirect must not carry the key to another host
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # --- the single request path -------------------------------------------------------------
+
+    async def _send(
+        self,
+        endpoint: Endpoint,
+        parse: Callable[[httpx.Response], T],
+        *,
+        ids: Mapping[str, object] | None = None,
+        params: Sequence[tuple[str, str | int]] | Mapping[str, str | int] | None = None,
+        body: dict[str, Any] | None = None,
+        require_json: bool = True,
+    ) -> T:
+        if self._http is None:
+            raise RuntimeError("use the client as `async with ContactCenterClient(...)`")
+        path = endpoint.url(**(ids or {}))
+        pairs = params.items() if isinstance(params, Mapping) else (params or ())
+        query = tuple((key, str(value)) for key, value in pairs)
+        content = orjson.dumps(body) if body is not None else None
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        began = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            await self.limiter.acquire()
+            sent = time.monotonic()
+            status: int | None = None
+            cause: BaseException | None = None
+            self.stats["requests"] += 1
+            try:
+                async with self._inflight:
+                    response = await self._http.request(
+                        endpoint.method, path, params=query, content=content, headers=headers
+                    )
+                status = response.status_code
+                map_response(response, endpoint.scope, path=path, require_json=require_json)
+                result = parse(response)
+                # httpx's Response and its BoundAsyncStream point at each other: unlink them so
+                # the body (~1 MB for a CDR page) is freed at once, not at some later full GC.
+                response.stream = _DRAINED
+            except httpx.RequestError as exc:
+                error: ContactCenterError = transport_failure(
+                    exc, method=endpoint.method, path=path
+                )
+                cause = exc
+            except ContactCenterError as exc:
+                error = exc
+                error.method, error.path, error.status = endpoint.method, path, status
+            else:
+                logger.debug(
+                    "%s %s -> %s attempt=%d elapsed_ms=%.1f",
+                    endpoint.method,
+                    path,
+                    status,
+                    attempt,
+                    (time.monotonic() - sent) * 1000,
+                )
+                return result
+            elapsed_ms = (time.monotonic() - sent) * 1000
+            if isinstance(error, RateLimitedError) and error.retry_after:
+                self.limiter.pause(error.retry_after)
+            wait = self.retry_policy.next_delay(
+                attempt, time.monotonic() - began, error, endpoint.safety
+            )
+            # ERROR only for a retriable failure we gave up on; a fatal 4xx is the caller's call.
+            exhausted = wait is None and isinstance(error, RetriableAPIError)
+            logger.log(
+                logging.ERROR if exhausted else logging.WARNING,
+                "%s %s -> %s attempt=%d elapsed_ms=%.1f error=%s %s",
+                endpoint.method,
+                path,
+                status if status is not None else "-",
+                attempt,
+                elapsed_ms,
+                type(error).__name__,
+                f"retry_in_s={wait:.3f}" if wait is not None else "giving up",
+            )
+            if wait is None:
+                # Second line of defence: scrub the key from anything the server echoed.
+                error.args = (self._redact(str(error)),)
+                raise error from cause
+            self.stats["retries"] += 1
+            await asyncio.sleep(wait)
+
+    async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
+        endpoint = ENDPOINTS[name]
+        raw = await self._send(endpoint, keyed(key), ids=ids)
+        return to_model(model, raw, f"{endpoint.method} {endpoint.path}")
+
+    async def _write(
+        self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
+    ) -> WriteResult[M]:
+        endpoint = ENDPOINTS[name]
+        result: WriteResult[M] = await self._send(
+            endpoint, write_result(key, model), ids=ids, body=body, require_json=False
+        )
+        return result
+
+    async def _write_many(
+        self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
+    ) -> WriteResult[list[M]]:
+        endpoint = ENDPOINTS[name]
+        result: WriteResult[list[M]] = await self._send(
+            endpoint, write_result(key, model, many=True), ids=ids, body=body, require_json=False
+        )
+        return result
+
+    async def _list_page(
+        self,
+        name: str,
+        model: type[M],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        filters: Mapping[str, str | int | None] | None = None,
+        **ids: object,
+    ) -> ListPage[M]:
+        endpoint = ENDPOINTS[name]
+        assert endpoint.list_key is not None
+        assert endpoint.max_limit is not None
+        pager = OffsetPaginator(limit, endpoint.max_limit, offset=offset)
+        items, info = await self._send(
+            endpoint, list_body(endpoint.list_key), ids=ids, params=self._params(pager, filters)
+        )
+        what = f"{endpoint.method} {endpoint.path}"
+        return ListPage([to_model(model, item, what) for item in items], info.total)
+
+    async def _list_all(
+        self,
+        name: str,
+        model: type[M],
+        *,
+        filters: Mapping[str, str | int | None] | None = None,
+        **ids: object,
+    ) -> list[M]:
+        endpoint = ENDPOINTS[name]
+        assert endpoint.list_key is not None
+        assert endpoint.max_limit is not None
+        pager = OffsetPaginator(None, endpoint.max_limit)
+        what = f"{endpoint.method} {endpoint.path}"
+        out: list[M] = []
+        while pager.has_next:
+            items, info = await self._send(
+                endpoint,
+                list_body(endpoint.list_key),
+                ids=ids,
+                params=self._params(pager, filters),
+            )
+            pager.validate(info)
+            pager.update(info)
+            out.extend(to_model(model, item, what) for item in items)
+        return out
+
+    @staticmethod
+    def _params(
+        pager: OffsetPaginator, filters: Mapping[str, str | int | None] | None
+    ) -> dict[str, str | int]:
+        extra = {k: v for k, v in (filters or {}).items() if v is not None}
+        return {**extra, **pager.params()}

@@ -1,0 +1,149 @@
+"""What a 2xx becomes: the parsers `_send` applies to a response, and the result types.
+
+A read's body that is not the expected shape is an `InvalidBodyError` (retriable); a write's
+2xx is never an error (`WriteResult` keeps what came back).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import httpx
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from connectors.contact_center.errors import InvalidBodyError, ResponseShapeError
+from connectors.contact_center.paginators import PageInfo
+from models.resources import WriteModel
+
+logger = logging.getLogger("connectors.contact_center")
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class WriteResult(Generic[T]):
+    """What a write answered. Any 2xx is success: the server has acted, so nothing here is an
+    error and nothing invites a retry.
+
+    `resource` is the expected object (e.g. the `campaign` of `{"campaign": {...}}`) when the
+    body has that shape; otherwise None, and `body` holds what came back as it was: the parsed
+    JSON, the text when it is not JSON, or None when the body is empty. Most write responses
+    are "not shown" by the spec, so a server whose shape differs from the sandbox's loses
+    nothing."""
+
+    status: int
+    body: Any
+    resource: T | None
+
+    @property
+    def id(self) -> Any:
+        """The `id` of the resource (or of the body's single object), when there is one."""
+        found = getattr(self.resource, "id", None)
+        if found is None and isinstance(self.body, dict) and len(self.body) == 1:
+            inner = next(iter(self.body.values()))
+            found = inner.get("id") if isinstance(inner, dict) else None
+        return found
+
+
+@dataclass(frozen=True)
+class ListPage(Generic[M]):
+    """One page of a list endpoint, parsed."""
+
+    items: list[M]
+    total: int | None
+
+
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(response.content)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidBodyError(f"response body is not valid JSON ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise InvalidBodyError("response body is not a JSON object")
+    return obj
+
+
+def keyed(key: str) -> Callable[[httpx.Response], Any]:
+    def parse(response: httpx.Response) -> Any:
+        obj = json_object(response)
+        if key not in obj:
+            raise InvalidBodyError(f"response has no {key!r} object; retry later")
+        return obj[key]
+
+    return parse
+
+
+def list_body(list_key: str) -> Callable[[httpx.Response], tuple[list[Any], PageInfo]]:
+    def parse(response: httpx.Response) -> tuple[list[Any], PageInfo]:
+        obj = json_object(response)
+        items = obj.get(list_key)
+        if not isinstance(items, list):
+            raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
+        meta = obj.get("metadata")
+        total = meta.get("total") if isinstance(meta, dict) else None
+        if total is not None and (not isinstance(total, int) or isinstance(total, bool)):
+            raise InvalidBodyError(f"metadata.total is not an integer: {total!r}")
+        return items, PageInfo(count=len(items), total=total)
+
+    return parse
+
+
+def write_result(
+    key: str, model: type[M], *, many: bool = False
+) -> Callable[[httpx.Response], WriteResult[Any]]:
+    """Parse a write's 2xx without ever failing: the typed `{key: ...}` object when the body
+    has it, and in every case the body as received."""
+
+    def parse(response: httpx.Response) -> WriteResult[Any]:
+        raw: Any = None
+        if response.content.strip():
+            try:
+                raw = orjson.loads(response.content)
+            except orjson.JSONDecodeError:
+                raw = response.text
+        resource: Any = None
+        if isinstance(raw, dict) and key in raw:
+            try:
+                if many and isinstance(raw[key], list):
+                    resource = [model.model_validate(item) for item in raw[key]]
+                elif not many:
+                    resource = model.model_validate(raw[key])
+            except ValidationError:
+                resource = None
+        if resource is None:
+            logger.warning(
+                "%s %s -> %s: body is not the expected {%s: ...}; returned as received",
+                response.request.method,
+                response.request.url.path,
+                response.status_code,
+                key,
+            )
+        return WriteResult(response.status_code, raw, resource)
+
+    return parse
+
+
+def to_model(model: type[M], raw: Any, what: str) -> M:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        # Field paths and messages only: pydantic's input values could be long or sensitive.
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise ResponseShapeError(
+            f"{what}: response does not match {model.__name__} ({where})"
+        ) from None
+
+
+def request_body(
+    payload: WriteModel | Mapping[str, Any], model: type[WriteModel]
+) -> dict[str, Any]:
+    """Validate a write body client-side (a mapping goes through the strict model first)."""
+    checked = payload if isinstance(payload, WriteModel) else model.model_validate(payload)
+    if not isinstance(checked, model):
+        raise TypeError(f"expected {model.__name__}, got {type(checked).__name__}")
+    return checked.to_body()
