@@ -101,9 +101,10 @@ def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(tmp_path
         warehouse=WarehouseResource(data_dir=str(tmp_path)),
         start_date=FIRST_DAY,
     )
-    result = defs.resolve_job_def("cdr_daily").execute_in_process(
-        partition_key=YESTERDAY.isoformat(), instance=dg.DagsterInstance.ephemeral()
-    )
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("cdr_daily").execute_in_process(
+            partition_key=YESTERDAY.isoformat(), instance=instance
+        )
     assert result.success
     glob = str(tmp_path / "lake" / "raw_cdrs" / "*" / "*.parquet")
     found = {
