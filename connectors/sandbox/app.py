@@ -1,6 +1,6 @@
 """The HTTP layer: one Starlette route per read endpoint, admin routes, OpenAPI, errors.
 
-Write endpoints come from `routes_writes.routes()`; CDR endpoints from `cdrquery`.
+Write endpoints come from `routes_writes.routes()`; CDR endpoints from `routes_cdrs`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from connectors.sandbox import cdrquery, messaging, routes_writes
+from connectors.sandbox import messaging, query, routes_cdrs, routes_writes
 from connectors.sandbox.faults import ASGIApp, FaultConfig, FaultMiddleware, Receive, Scope, Send
 from connectors.sandbox.http import (
     ApiError,
@@ -484,18 +484,18 @@ for _path in ("/api/v4/tasks/schedule_callbacks", "/api/v4/tasks/scheduled_callb
 
 # ------------------------------------------------------------------ reporting
 
-_read("/api/v4/reporting/cdrs", "reporting.cdrs.read", "Reporting", "List CDRs", cdrquery.QUERY)(
-    cdrquery.list_cdrs
+_read("/api/v4/reporting/cdrs", "reporting.cdrs.read", "Reporting", "List CDRs", routes_cdrs.QUERY)(
+    routes_cdrs.list_cdrs
 )
 _read(
     "/api/v4/reporting/cdrs/events",
     "reporting.cdrs.read",
     "Reporting",
     "List CDR events",
-    cdrquery.QUERY,
-)(cdrquery.list_events)
+    routes_cdrs.QUERY,
+)(routes_cdrs.list_events)
 _read("/api/v4/reporting/cdrs/{cdr_id}", "reporting.cdrs.read", "Reporting", "Get a CDR")(
-    cdrquery.get_cdr
+    routes_cdrs.get_cdr
 )
 
 # ------------------------------------------------------------------ admin (no auth)
@@ -523,12 +523,12 @@ async def admin_clock(request: Request) -> Response:
         try:
             if "now" in body:
                 now = body["now"]
-                clock.set(None if now is None else cdrquery.parse_time(str(now)))
+                clock.set(None if now is None else query.parse_time(str(now)))
             if "advance_s" in body:
                 clock.advance(timedelta(seconds=float(body["advance_s"])))
         except ValueError as exc:
             raise fail({"now": [str(exc)]}) from None
-    return json_response({"now": cdrquery.iso(clock.now()), "frozen": clock.frozen})
+    return json_response({"now": query.iso(clock.now()), "frozen": clock.frozen})
 
 
 async def admin_counters(request: Request) -> Response:
@@ -537,8 +537,8 @@ async def admin_counters(request: Request) -> Response:
 
 async def admin_truth(request: Request) -> Response:
     try:
-        start = cdrquery.parse_time(request.query_params["start"])
-        end = cdrquery.parse_time(request.query_params["end"])
+        start = query.parse_time(request.query_params["start"])
+        end = query.parse_time(request.query_params["end"])
     except (KeyError, ValueError):
         raise fail({"start": ["start and end must be ISO 8601 times"]}) from None
     return json_response({"cdrs": _sbx(request).truth_cdrs(start, end)})

@@ -97,7 +97,6 @@ DEFAULTS: Final[Mapping[str, Any]] = {
     "allow_duplicate_phone_numbers": False,
 }
 CONFIG_FIELDS: Final = ("name", *DEFAULTS)
-CREATE_FIELDS: Final = tuple(f for f in CONFIG_FIELDS if f not in PATCH_ONLY)
 
 
 class CampaignConflict(Exception):

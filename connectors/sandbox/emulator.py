@@ -1,7 +1,7 @@
 """`Sandbox(config)`: one emulator instance, wiring the layers.
 
 `generator.Dataset` (pure data), `state.SandboxState` (mutable state and the clock),
-`app.create_app` (routes), `faults.FaultMiddleware` (faults), `cdrquery.QueryCache` (per-instance
+`app.create_app` (routes), `faults.FaultMiddleware` (faults), `query.QueryCache` (per-instance
 query caches). `server.ServerHandle` serves it over a real socket.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 
 from connectors.sandbox.app import create_app
-from connectors.sandbox.cdrquery import QueryCache, truth
 from connectors.sandbox.config import SandboxConfig
 from connectors.sandbox.faults import FaultConfig, FaultState, InjectedReset
 from connectors.sandbox.generator import Dataset
+from connectors.sandbox.query import QueryCache, truth
 from connectors.sandbox.server import ServerHandle
 from connectors.sandbox.state import Clock, SandboxState
 

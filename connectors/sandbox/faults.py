@@ -3,7 +3,7 @@
 Transport-level faults (latency, rate limit, random 429/5xx, resets, truncated, HTML and empty
 bodies, a missing list key) live in `FaultMiddleware`, apart from the routes. Data-level faults
 (late, revised, drifting and corrupt CDRs, `total_mismatch`, `cursor_invalid_rate`) change what
-the CDR endpoints serve and are applied by the CDR query layer (`cdrquery.py`).
+the CDR endpoints serve and are applied by `datafaults.py`.
 """
 
 from __future__ import annotations

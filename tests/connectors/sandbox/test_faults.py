@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.cdrquery import DRIFT_TYPE, FALLBACK_HEADER
+from connectors.sandbox.datafaults import DRIFT_TYPE
 from connectors.sandbox.faults import FaultConfig
+from connectors.sandbox.routes_cdrs import FALLBACK_HEADER
 from tests.connectors.sandbox.conftest import DAYS, NOW, START, Api, make_sandbox
 
 CDRS = "/api/v4/reporting/cdrs"

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.cdrquery import FALLBACK_HEADER, OFFSET_WINDOW, make_cursor
+from connectors.sandbox.cursors import make_cursor
+from connectors.sandbox.query import OFFSET_WINDOW
+from connectors.sandbox.routes_cdrs import FALLBACK_HEADER
 from tests.connectors.sandbox.conftest import DAYS, PER_DAY, START, Api
 
 CDRS = "/api/v4/reporting/cdrs"
