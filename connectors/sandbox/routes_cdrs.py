@@ -29,6 +29,7 @@ from connectors.sandbox.query import (
     parse_time,
     select_page,
 )
+from connectors.sandbox.reads import ReadRoutes
 
 MAX_LIMIT = 1000
 SUBTYPES = frozenset({"outbound", "inbound", "whatsapp", "hlr_lookup", "outbound_sms"})
@@ -260,3 +261,22 @@ async def get_cdr(request: Request) -> Response:
     if visible_at(sandbox.config.seed, sandbox.faults, cdr_id, day.ended_ms[i]) > now:
         raise ApiError(404)  # not arrived yet
     return raw_json(b'{"cdr":' + render(sandbox, day, i, now) + b"}")
+
+
+# ------------------------------------------------------------------ the route table
+
+READS = ReadRoutes()
+
+READS.get("/api/v4/reporting/cdrs", "reporting.cdrs.read", "Reporting", "List CDRs", QUERY)(
+    list_cdrs
+)
+READS.get(
+    "/api/v4/reporting/cdrs/events",
+    "reporting.cdrs.read",
+    "Reporting",
+    "List CDR events",
+    QUERY,
+)(list_events)
+READS.get("/api/v4/reporting/cdrs/{cdr_id}", "reporting.cdrs.read", "Reporting", "Get a CDR")(
+    get_cdr
+)

@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.app import openapi_bytes
+from connectors.sandbox.openapi import openapi_bytes
 from tests.connectors.sandbox.conftest import Api, make_write_sandbox
 
 ROOT = Path(__file__).resolve().parents[3]

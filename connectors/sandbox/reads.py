@@ -1,0 +1,72 @@
+"""The GET route table: each route module registers its reads on its own `ReadRoutes`, and
+`app.READ_ROUTES` joins them (in order: Starlette matches the first route that fits).
+
+A read checks its scope first, then the query parameters it takes (any other is a 422).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from connectors.sandbox.http import ApiError, check_query, json_response, require_scope
+
+Handler = Callable[[Request], Awaitable[Response]]
+Json = dict[str, Any]
+# (method, path, scope, tag, summary, handler)
+ReadRoute = tuple[str, str, str, str, str, Handler]
+
+PAGING: frozenset[str] = frozenset({"limit", "offset"})
+NO_QUERY: frozenset[str] = frozenset()
+
+
+class ReadRoutes:
+    """One module's GET routes, in registration order."""
+
+    def __init__(self) -> None:
+        self.table: list[ReadRoute] = []
+
+    def get(
+        self, path: str, scope: str, tag: str, summary: str, query: frozenset[str] | None = None
+    ) -> Callable[[Handler], Handler]:
+        """Register a GET route: scope first, then the query parameters it takes (others: 422).
+        By default a list path takes limit and offset, a detail path (ending in an id) nothing."""
+        allowed = query if query is not None else (NO_QUERY if path.endswith("}") else PAGING)
+
+        def register(fn: Handler) -> Handler:
+            async def guarded(request: Request) -> Response:
+                require_scope(request, scope)
+                check_query(request, allowed)
+                return await fn(request)
+
+            self.table.append(("GET", path, scope, tag, summary, guarded))
+            return fn
+
+        return register
+
+
+def int_id(request: Request, name: str) -> int:
+    raw = request.path_params[name]
+    if not raw.isdigit():
+        raise ApiError(404)  # not an integer id: no such resource
+    return int(raw)
+
+
+def uuid_id(request: Request, name: str) -> str:
+    raw = str(request.path_params[name])
+    try:
+        uuid.UUID(raw)
+    except ValueError:
+        raise ApiError(404) from None
+    return raw.lower()
+
+
+def one(key: str, items: list[Json], match: Callable[[Json], bool]) -> Response:
+    for item in items:
+        if match(item):
+            return json_response({key: item})
+    raise ApiError(404)

@@ -1,0 +1,65 @@
+"""Admin routes (not in the spec, no auth, prefix `/_sandbox`): faults, clock, counters and
+the ground truth of CDRs, for tests that drive a sandbox in another process."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from connectors.sandbox import query
+from connectors.sandbox.faults import FaultConfig
+from connectors.sandbox.http import fail, get_sandbox, json_response, read_json_body
+
+
+async def admin_faults(request: Request) -> Response:
+    sandbox = get_sandbox(request)
+    if request.method == "PUT":
+        body = await read_json_body(request)
+        if not isinstance(body, dict):
+            raise fail({"body": ["must be an object"]})
+        try:
+            sandbox.faults = FaultConfig.from_json(body)
+        except (TypeError, ValueError) as exc:
+            raise fail({"faults": [str(exc)]}) from None
+    return json_response(sandbox.faults.to_json())
+
+
+async def admin_clock(request: Request) -> Response:
+    clock = get_sandbox(request).clock
+    if request.method == "PUT":
+        body = await read_json_body(request)
+        if not isinstance(body, dict):
+            raise fail({"body": ["must be an object"]})
+        try:
+            if "now" in body:
+                now = body["now"]
+                clock.set(None if now is None else query.parse_time(str(now)))
+            if "advance_s" in body:
+                clock.advance(timedelta(seconds=float(body["advance_s"])))
+        except ValueError as exc:
+            raise fail({"now": [str(exc)]}) from None
+    return json_response({"now": query.iso(clock.now()), "frozen": clock.frozen})
+
+
+async def admin_counters(request: Request) -> Response:
+    return json_response(get_sandbox(request).counters)
+
+
+async def admin_truth(request: Request) -> Response:
+    try:
+        start = query.parse_time(request.query_params["start"])
+        end = query.parse_time(request.query_params["end"])
+    except (KeyError, ValueError):
+        raise fail({"start": ["start and end must be ISO 8601 times"]}) from None
+    return json_response({"cdrs": get_sandbox(request).truth_cdrs(start, end)})
+
+
+ADMIN_ROUTES: list[Route] = [
+    Route("/_sandbox/faults", admin_faults, methods=["GET", "PUT"]),
+    Route("/_sandbox/clock", admin_clock, methods=["GET", "PUT"]),
+    Route("/_sandbox/counters", admin_counters, methods=["GET"]),
+    Route("/_sandbox/truth/cdrs", admin_truth, methods=["GET"]),
+]

@@ -1,0 +1,279 @@
+"""GET routes of the directory: users, teams, queues, skills, campaigns, numbers, balance."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from connectors.sandbox.http import (
+    ApiError,
+    fail,
+    get_sandbox,
+    json_response,
+    paginate,
+)
+from connectors.sandbox.reads import (
+    NO_QUERY,
+    PAGING,
+    Json,
+    ReadRoutes,
+    int_id,
+    one,
+    uuid_id,
+)
+
+READS = ReadRoutes()
+
+USER_FILTERS: frozenset[str] = PAGING | {
+    "name",
+    "email",
+    "sip_account",
+    "security_access_group_id",
+    "extension",
+    "caller_id",
+    "timezone",
+}
+
+# ------------------------------------------------------------------ users and teams
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+_USER_FILTERS = ("name", "email", "sip_account", "extension", "caller_id", "timezone")
+
+
+def _filter_users(request: Request, users: list[Json], *, extension: bool) -> list[Json]:
+    q = request.query_params
+    out = users
+    for name in _USER_FILTERS:
+        if name == "extension" and not extension:
+            continue
+        value = q.get(name)
+        if value is None:
+            continue
+        if name == "name":  # a name filter matches a case-insensitive substring
+            out = [u for u in out if value.lower() in u["name"].lower()]
+        else:
+            out = [u for u in out if u[name] == value]
+    email = q.get("email")
+    if email is not None and not _EMAIL.fullmatch(email):
+        raise fail({"email": ["must be an email address"]})
+    group = q.get("security_access_group_id")
+    if group is not None:
+        if not group.lstrip("-").isdigit():
+            raise fail({"security_access_group_id": ["must be an integer"]})
+        out = [u for u in out if u["security_access_group"]["id"] == int(group)]
+    return out
+
+
+@READS.get("/api/v4/users", "users.read", "Users", "List users", USER_FILTERS)
+async def users_list(request: Request) -> Response:
+    users = _filter_users(request, get_sandbox(request).dataset.users, extension=True)
+    return paginate(request, "users", users)
+
+
+@READS.get(
+    "/api/v4/users/deleted",
+    "users.read",
+    "Users",
+    "List deleted users",
+    USER_FILTERS - {"extension"},
+)
+async def users_deleted(request: Request) -> Response:
+    users = _filter_users(request, get_sandbox(request).dataset.deleted_users, extension=False)
+    return paginate(request, "users", users)
+
+
+@READS.get("/api/v4/users/deleted/{user_id}", "users.read", "Users", "Get a deleted user")
+async def users_deleted_one(request: Request) -> Response:
+    user = get_sandbox(request).dataset.deleted_by_id.get(uuid_id(request, "user_id"))
+    if user is None:
+        raise ApiError(404)
+    return json_response({"user": user})
+
+
+@READS.get("/api/v4/users/teams", "users.teams.read", "Users", "List teams")
+async def teams_list(request: Request) -> Response:
+    return paginate(request, "teams", get_sandbox(request).dataset.teams)
+
+
+@READS.get("/api/v4/users/teams/{team_id}", "users.teams.read", "Users", "Get a team")
+async def teams_one(request: Request) -> Response:
+    team_id = int_id(request, "team_id")
+    return one("team", get_sandbox(request).dataset.teams, lambda t: t["id"] == team_id)
+
+
+def _users_of(request: Request, ids: list[str]) -> list[Json]:
+    by_id = get_sandbox(request).dataset.users_by_id
+    return [by_id[i] for i in ids]
+
+
+async def _team_users(request: Request, supervisors: bool) -> Response:
+    ds = get_sandbox(request).dataset
+    team_id = int_id(request, "team_id")
+    table = ds.team_supervisors if supervisors else ds.team_members
+    if team_id not in table:
+        raise ApiError(404)
+    # Team users: the text says max 100 (the parameter range says 0..1000); the text wins.
+    return paginate(
+        request, "users", _users_of(request, table[team_id]), max_limit=100, min_limit=0
+    )
+
+
+for _prefix in ("/api/v4/teams", "/api/v4/users/teams"):
+
+    @READS.get(_prefix + "/{team_id}/users", "users.teams.read", "Users", "List team users")
+    async def team_users(request: Request) -> Response:
+        return await _team_users(request, supervisors=False)
+
+    @READS.get(_prefix + "/{team_id}/supervisors", "users.teams.read", "Users", "Team supervisors")
+    async def team_supervisors(request: Request) -> Response:
+        return await _team_users(request, supervisors=True)
+
+
+@READS.get("/api/v4/users/skills", "users.skills.read", "Users", "List user skills")
+async def user_skills(request: Request) -> Response:
+    ds = get_sandbox(request).dataset
+    items = [{"skill": s, "users": [{"id": u} for u in ds.skill_users[s["id"]]]} for s in ds.skills]
+    return paginate(request, "skills", items)
+
+
+@READS.get("/api/v4/users/skills/{skill_id}", "users.skills.read", "Users", "Users of a skill")
+async def user_skills_one(request: Request) -> Response:
+    ds = get_sandbox(request).dataset
+    skill_id = int_id(request, "skill_id")
+    for s in ds.skills:
+        if s["id"] == skill_id:
+            users = [{"id": u} for u in ds.skill_users[skill_id]]
+            return json_response({"skill": {**s, "users": users}})
+    raise ApiError(404)
+
+
+@READS.get("/api/v4/users/{user_id}", "users.read", "Users", "Get a user")
+async def users_one(request: Request) -> Response:
+    user = get_sandbox(request).dataset.users_by_id.get(uuid_id(request, "user_id"))
+    if user is None:
+        raise ApiError(404)
+    return json_response({"user": user})
+
+
+# ------------------------------------------------------------------ routing
+
+
+@READS.get("/api/v4/routing/queues", "routing.queues.read", "Routing", "List queues")
+async def queues_list(request: Request) -> Response:
+    return paginate(request, "queues", get_sandbox(request).dataset.queues)
+
+
+@READS.get("/api/v4/routing/queues/{queue_id}", "routing.queues.read", "Routing", "Get a queue")
+async def queues_one(request: Request) -> Response:
+    queue_id = int_id(request, "queue_id")
+    return one("queue", get_sandbox(request).dataset.queues, lambda q: q["id"] == queue_id)
+
+
+async def _queue_users(request: Request, supervisors: bool) -> Response:
+    ds = get_sandbox(request).dataset
+    queue_id = int_id(request, "queue_id")
+    table = ds.queue_supervisors if supervisors else ds.queue_members
+    if queue_id not in table:
+        raise ApiError(404)
+    return paginate(request, "users", _users_of(request, table[queue_id]))
+
+
+@READS.get(
+    "/api/v4/routing/queues/{queue_id}/users", "routing.queues.read", "Routing", "Queue users"
+)
+async def queue_users(request: Request) -> Response:
+    return await _queue_users(request, supervisors=False)
+
+
+@READS.get(
+    "/api/v4/routing/queues/{queue_id}/supervisors",
+    "routing.queues.read",
+    "Routing",
+    "Queue supervisors",
+)
+async def queue_supervisors(request: Request) -> Response:
+    return await _queue_users(request, supervisors=True)
+
+
+@READS.get("/api/v4/routing/skills", "routing.skills.read", "Routing", "List skills")
+async def skills_list(request: Request) -> Response:
+    return paginate(request, "skills", get_sandbox(request).dataset.skills)
+
+
+@READS.get("/api/v4/routing/skills/{skill_id}", "routing.skills.read", "Routing", "Get a skill")
+async def skills_one(request: Request) -> Response:
+    skill_id = int_id(request, "skill_id")
+    return one("skill", get_sandbox(request).dataset.skills, lambda s: s["id"] == skill_id)
+
+
+# ------------------------------------------------------------------ campaigns
+
+
+def _campaign(request: Request) -> Json:
+    state = get_sandbox(request).state
+    with state.lock:
+        campaign = state.campaigns.get(int_id(request, "campaign_id"))
+    if campaign is None:
+        raise ApiError(404)
+    return campaign
+
+
+@READS.get("/api/v4/campaigns", "campaigns.read", "Campaigns", "List campaigns")
+async def campaigns_list(request: Request) -> Response:
+    state = get_sandbox(request).state
+    with state.lock:
+        items = [state.campaigns[k] for k in sorted(state.campaigns)]
+    return paginate(request, "campaigns", items)
+
+
+@READS.get("/api/v4/campaigns/{campaign_id}", "campaigns.read", "Campaigns", "Get a campaign")
+async def campaigns_one(request: Request) -> Response:
+    return json_response({"campaign": _campaign(request)})
+
+
+@READS.get("/api/v4/campaigns/{campaign_id}/users", "campaigns.read", "Campaigns", "Campaign users")
+async def campaign_users(request: Request) -> Response:
+    ds = get_sandbox(request).dataset
+    ids = ds.campaign_users.get(_campaign(request)["id"], [])
+    return paginate(request, "users", _users_of(request, ids))
+
+
+@READS.get("/api/v4/campaigns/{campaign_id}/teams", "campaigns.read", "Campaigns", "Campaign teams")
+async def campaign_teams(request: Request) -> Response:
+    ds = get_sandbox(request).dataset
+    return paginate(request, "teams", ds.campaign_teams.get(_campaign(request)["id"], []))
+
+
+# ------------------------------------------------------------------ numbers and billing
+
+
+@READS.get("/api/v4/numbers", "numbers.read", "Numbers", "List purchased numbers")
+async def numbers_list(request: Request) -> Response:
+    return paginate(
+        request, "numbers", get_sandbox(request).dataset.numbers, max_limit=100, min_limit=0
+    )
+
+
+@READS.get("/api/v4/numbers/caller-id-groups", "numbers.read", "Numbers", "List caller ID groups")
+async def caller_id_groups(request: Request) -> Response:
+    groups = get_sandbox(request).dataset.caller_id_groups
+    # The text says max 100 (the parameter range says 0..1000); the text wins.
+    return paginate(request, "caller_id_groups", groups, max_limit=100, min_limit=0)
+
+
+@READS.get("/api/v4/numbers/{number_id}", "numbers.read", "Numbers", "Get a number")
+async def numbers_one(request: Request) -> Response:
+    number_id = int_id(request, "number_id")
+    return one("number", get_sandbox(request).dataset.numbers, lambda n: n["id"] == number_id)
+
+
+@READS.get(
+    "/api/v4/billing/balance", "billing.balance.read", "Billing", "Account balance", NO_QUERY
+)
+async def balance(request: Request) -> Response:
+    state = get_sandbox(request).state
+    with state.lock:
+        amount = state.balance
+    return json_response({"balance": {"amount": f"{amount:f}"}})
