@@ -1,4 +1,4 @@
-"""Word lists for the generator (kept apart so generator.py stays about logic)."""
+"""Word lists for the generator (kept apart so the generator modules stay about logic)."""
 
 FIRST = [
     "Ada",
