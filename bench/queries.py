@@ -23,9 +23,10 @@ import polars as pl
 
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
+from warehouse.decode import decode_page
 from warehouse.duck import build_warehouse, connect, reporting_sql_files
 from warehouse.lake import Lake, partition_key
-from warehouse.normalize import decode_page, normalize
+from warehouse.normalize import normalize
 
 START = dt.date(2026, 1, 1)
 

@@ -28,8 +28,9 @@ from models.tables import RAW_CDRS as RAW_SPEC
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
+from warehouse.decode import decode_page_typed, with_decoded
 from warehouse.lake import Lake, PartitionWriter
-from warehouse.normalize import decode_page_typed, normalize_decoded, with_decoded
+from warehouse.normalize import normalize_decoded
 
 # Typed tables written per day, and the NormalizedTables attribute each comes from.
 NORMALIZED_TABLES: Mapping[str, str] = {

@@ -11,7 +11,8 @@ import polars as pl
 
 from connectors.sandbox.generator import encode_page
 from pipelines.checks import DayChecks
-from warehouse.normalize import decode_page_typed, normalize_decoded
+from warehouse.decode import decode_page_typed
+from warehouse.normalize import normalize_decoded
 
 DAY = "2026-11-05"
 

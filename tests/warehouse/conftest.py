@@ -12,9 +12,10 @@ import pytest
 
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
+from warehouse.decode import decode_page
 from warehouse.duck import build_warehouse
 from warehouse.lake import Lake, partition_key
-from warehouse.normalize import NormalizedTables, decode_page, normalize
+from warehouse.normalize import NormalizedTables, normalize
 
 START = dt.date(2026, 11, 1)
 DAYS = 3

@@ -12,13 +12,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from warehouse.normalize import (
-    NormalizedTables,
-    decode_page,
-    decode_page_typed,
-    normalize,
-    normalize_decoded,
-)
+from warehouse.decode import decode_page, decode_page_typed
+from warehouse.normalize import NormalizedTables, normalize, normalize_decoded
 
 GOLDEN = Path(__file__).parent / "golden"
 TABLES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms", "cdr_hlr_lookups", "cdr_quarantine")

@@ -11,7 +11,8 @@ import pytest
 
 from connectors.sandbox.generator import Dataset, encode_page
 from models.tables import CDRS, TYPE_TABLES
-from warehouse.normalize import PageDecodeError, decode_page, normalize
+from warehouse.decode import PageDecodeError, decode_page
+from warehouse.normalize import normalize
 
 DAY = dt.date(2026, 11, 5)
 

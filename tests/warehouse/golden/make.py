@@ -112,7 +112,8 @@ async def sandbox_pages() -> list[bytes]:
 
 
 def main() -> None:
-    from warehouse.normalize import decode_page, normalize
+    from warehouse.decode import decode_page
+    from warehouse.normalize import normalize
 
     pages = [*asyncio.run(sandbox_pages()), *handmade_pages()]
     pl.DataFrame({"body": pl.Series(pages, dtype=pl.Binary())}).write_parquet(
