@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+import typing
+from dataclasses import fields, replace
 from datetime import date
 
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
 from connectors.sandbox.faults import FaultConfig
 
-# Fault flags: --latency-ms, --error-429-rate, ... one per FaultConfig field.
-_FAULT_FIELDS = [f for f in fields(FaultConfig) if f.name != "paths"]
+FlagKind = type[bool] | type[int] | type[float]
+# The command-line kind of each annotation a FaultConfig field may have (`| None` removed).
+_FLAG_KINDS: dict[object, FlagKind] = {bool: bool, int: int, float: float}
+
+
+def _flag_kind(hint: object) -> FlagKind:
+    """The flag kind of a resolved FaultConfig annotation: `float | None` -> float."""
+    kinds = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    if len(kinds) != 1 or kinds[0] not in _FLAG_KINDS:
+        raise TypeError(f"no command-line flag for a FaultConfig field of type {hint!r}")
+    return _FLAG_KINDS[kinds[0]]
+
+
+# Fault flags: --latency-ms, --error-429-rate, ... one per FaultConfig field (paths: below).
+_FAULT_HINTS = typing.get_type_hints(FaultConfig)
+_FAULT_FLAGS: dict[str, FlagKind] = {
+    f.name: _flag_kind(_FAULT_HINTS[f.name]) for f in fields(FaultConfig) if f.name != "paths"
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,13 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag in ("dialer-ai", "dialing-order", "contact-local-time"):
         parser.add_argument(f"--no-{flag}", action="store_true", help=f"disable the {flag} flag")
     group = parser.add_argument_group("faults (all off by default)")
-    for f in _FAULT_FIELDS:
-        kind = {"bool": None, "int": int, "float": float}.get(str(f.type).split(" ")[0])
-        flag = "--" + f.name.replace("_", "-")
-        if f.type == "bool":
+    for name, kind in _FAULT_FLAGS.items():
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
             group.add_argument(flag, action="store_true")
         else:
-            group.add_argument(flag, type=kind or float, default=None)
+            group.add_argument(flag, type=kind, default=None)
     group.add_argument("--fault-path", action="append", default=[], dest="fault_paths")
 
 
@@ -56,20 +72,17 @@ def scoped_key(text: str) -> tuple[str, frozenset[str]]:
 
 def build_config(args: argparse.Namespace) -> SandboxConfig:
     fault_values: dict[str, object] = {}
-    for f in _FAULT_FIELDS:
-        value = getattr(args, f.name)
+    for name in _FAULT_FLAGS:
+        value = getattr(args, name)
         if value is not None and value is not False:
-            fault_values[f.name] = value
+            fault_values[name] = value
     if args.fault_paths:
         fault_values["paths"] = tuple(args.fault_paths)
     key = args.api_key or DEFAULT_API_KEY
     keys: dict[str, frozenset[str]] = {key: ALL_SCOPES}
     for scoped, scopes in args.key:
         keys[scoped] = scopes
-    extra: dict[str, object] = {}
-    if args.start_date is not None:
-        extra["start_date"] = args.start_date
-    return SandboxConfig(
+    config = SandboxConfig(
         seed=args.seed,
         days=args.days,
         cdrs_per_day=args.cdrs_per_day,
@@ -78,8 +91,10 @@ def build_config(args: argparse.Namespace) -> SandboxConfig:
         dialing_order=not args.no_dialing_order,
         contact_local_time=not args.no_contact_local_time,
         faults=FaultConfig.from_json(fault_values),
-        **extra,  # type: ignore[arg-type]
     )
+    if args.start_date is not None:
+        config = replace(config, start_date=args.start_date)
+    return config
 
 
 def run(args: argparse.Namespace) -> int:
