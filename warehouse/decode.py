@@ -220,36 +220,44 @@ def _with_date(df: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
+class _RawHead(msgspec.Struct):
+    id: msgspec.Raw = msgspec.Raw(b"null")
+    type: msgspec.Raw = msgspec.Raw(b"null")
+    started_at: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_RAW_HEAD = msgspec.json.Decoder(_RawHead)
+
+
+def _raw_text(raw: msgspec.Raw) -> str | None:
+    """A head field as text: a string decoded, any other value as its JSON text as written."""
+    text = bytes(raw)
+    if text == b"null":
+        return None
+    if text.startswith(b'"'):
+        return str(msgspec.json.decode(text))
+    return text.decode()
+
+
 def _decode_page_general(body: bytes) -> pl.DataFrame:
-    """decode_page for any page shape: simdjson, minified records, odd scalars as text."""
-    parser = simdjson.Parser()
+    """decode_page for any page shape: minified records, their tokens as written (msgspec only
+    strips whitespace), odd scalars as text; simdjson only to say why a page is not one."""
     try:
-        doc = parser.parse(body)
-    except ValueError as e:
-        raise PageDecodeError(f"page is not valid JSON: {e}") from None
-    cdrs = doc.get("cdrs") if isinstance(doc, simdjson.Object) else None
-    if not isinstance(cdrs, simdjson.Array):
-        raise PageDecodeError("page has no `cdrs` array")
+        raws = _RAWS.decode(msgspec.json.format(body, indent=-1)).cdrs
+    except msgspec.MsgspecError:
+        _page_error(body)
+        raise PageDecodeError("page has no `cdrs` array") from None
     records: list[bytes] = []
-    ids: list[Any] = []
-    types: list[Any] = []
-    starts: list[Any] = []
-    for rec in cdrs:
-        if isinstance(rec, simdjson.Object):
-            records.append(_mini(rec))
-            ids.append(rec.get("id"))
-            types.append(rec.get("type"))
-            starts.append(rec.get("started_at"))
-        else:  # not an object: keep it whole; normalize quarantines it
-            records.append(_mini(rec) if isinstance(rec, simdjson.Array) else orjson.dumps(rec))
-            ids.append(None)
-            types.append(None)
-            starts.append(None)
-    del cdrs, doc  # release the parser's document before it is reused or freed
-    cols: dict[str, list[Any]] = {"id": ids, "type": types, "started_at_raw": starts}
-    for name, values in cols.items():
-        if not all(v is None or type(v) is str for v in values):
-            cols[name] = [_scalar_text(v) for v in values]
+    cols: dict[str, list[str | None]] = {"id": [], "type": [], "started_at_raw": []}
+    for raw in raws:
+        records.append(bytes(raw))
+        try:
+            head = _RAW_HEAD.decode(raw)
+        except msgspec.MsgspecError:  # not an object: keep it whole; normalize quarantines it
+            head = _RawHead()
+        cols["id"].append(_raw_text(head.id))
+        cols["type"].append(_raw_text(head.type))
+        cols["started_at_raw"].append(_raw_text(head.started_at))
     record = pl.Series("record", records, dtype=pl.Binary()).cast(S)
     df = pl.DataFrame(
         {
@@ -260,6 +268,16 @@ def _decode_page_general(body: bytes) -> pl.DataFrame:
         }
     )
     return _with_date(df)
+
+
+def _page_error(body: bytes) -> None:
+    """Raise PageDecodeError saying why `body` is not a page (invalid JSON, no `cdrs`)."""
+    parser = simdjson.Parser()
+    try:
+        doc = parser.parse(body)
+    except (ValueError, RuntimeError) as e:
+        raise PageDecodeError(f"page is not valid JSON: {e}") from None
+    del doc
 
 
 _DECODE_CHUNK = 8192

@@ -15,6 +15,7 @@ exact bytes.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import orjson
@@ -51,6 +52,56 @@ _ESCAPED_COLON = '\\":'
 _DOUBLE_BACKSLASH_COLON = '\\\\":'
 _KNOWN_KEY_RE = '"(?:' + "|".join(sorted(all_key_names(RECORD_DTYPE))) + ')":'
 _STRING_COST_RE = r'"cost":"'
+_COST_KEY = '"cost":'
+_COST_TOKEN_RE = r'"cost":(-?[0-9][0-9.eE+-]*)'  # noqa: S105
+# The decoded cost went through f64 (shortest repr). It equals the token to 6 places unless it
+# has more than 6 decimals (the token may round differently), an exponent, or 10+ digits
+# (above ~2^31 an f64 step exceeds half a millionth): only then is the token read from the text.
+_INEXACT_COST_RE = r"[eE]|\.[0-9]{7}|[0-9]{10}"
+
+
+class _Num(str):
+    """A JSON number token as written (json.loads parse_float/parse_int)."""
+
+
+def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """(cost text to cast, top-level cost is a JSON string) per record.
+
+    The cost text is the decoded text except where it may not be the token to the last of 6
+    places (`_INEXACT_COST_RE`); there the token is taken from the record text (one polars
+    extract when the record has a single `"cost":` key, json with exact numbers otherwise).
+    Only rows that contain `"cost":"` are checked for a string cost, the same way."""
+    frame = pl.DataFrame({"rec": records, "dec": decoded})
+    flags = frame.select(
+        inexact=pl.col("dec").str.contains(_INEXACT_COST_RE).fill_null(False),
+        string=pl.col("rec").str.contains(_STRING_COST_RE, literal=True).fill_null(False)
+        & pl.col("dec").is_not_null(),
+    )
+    idx = (flags["inexact"] | flags["string"]).arg_true()
+    is_string = pl.Series([False] * len(records), dtype=pl.Boolean())
+    if idx.len() == 0:
+        return decoded, is_string
+    sub = frame[idx].with_columns(
+        keys=pl.col("rec").str.count_matches(_COST_KEY, literal=True),
+        token=pl.col("rec").str.extract(_COST_TOKEN_RE, 1),
+    )
+    texts = sub["dec"].to_list()
+    strings = [False] * sub.height
+    for j, (rec, keys, token) in enumerate(sub.select("rec", "keys", "token").iter_rows()):
+        if keys == 1:  # the only `"cost":` is the top-level key (the record has a cost)
+            strings[j] = token is None
+            texts[j] = texts[j] if token is None else token
+            continue
+        try:
+            obj = json.loads(rec, parse_float=_Num, parse_int=_Num)
+        except ValueError:
+            continue
+        cost = obj.get("cost") if isinstance(obj, dict) else None
+        if isinstance(cost, str):
+            strings[j] = not isinstance(cost, _Num)
+            texts[j] = cost if isinstance(cost, _Num) else texts[j]
+    exact = decoded.scatter(idx, pl.Series(texts, dtype=S))
+    return exact, is_string.scatter(idx, pl.Series(strings, dtype=pl.Boolean()))
 
 
 @dataclass(frozen=True)
@@ -234,8 +285,9 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
     with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
     raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
     extra, data_extra = _extras(raw["record"], raw["type"])
+    cost_text, cost_is_string = _exact_costs(raw["record"], raw["r"].struct.field("cost"))
     df = raw.select("record", "started_at_raw", "r", "struct_reason").with_columns(
-        extra=extra, data_extra=data_extra
+        extra=extra, data_extra=data_extra, cost_text=cost_text, cost_is_string=cost_is_string
     )
     top = pl.col("r").struct
     user = top.field("user").struct
@@ -251,7 +303,7 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         user.field("email").alias("user_email"),
         user.field("name_snapshot").alias("user_name_snapshot"),
         _bool(user.field("deleted")).alias("user_deleted"),
-        top.field("cost").cast(CDRS.polars_schema()["cost"], strict=False).alias("cost"),
+        pl.col("cost_text").cast(CDRS.polars_schema()["cost"], strict=False).alias("cost"),
         top.field("tags").alias("tags"),
         parse_ts(top.field("started_at")).alias("started_at"),
         parse_ts(top.field("ended_at")).alias("ended_at"),
@@ -261,7 +313,7 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         pl.col("struct_reason"),
         pl.when(pl.col("id").is_null()).then(pl.lit("missing id")),
         pl.when(pl.col("type").is_null()).then(pl.lit("missing type")),
-        pl.when(pl.col("record").str.contains(_STRING_COST_RE)).then(pl.lit("cost is a string")),
+        pl.when(pl.col("cost_is_string")).then(pl.lit("cost is a string")),
         pl.when(raw_cost.is_not_null() & pl.col("cost").is_null()).then(
             pl.lit("cost is not a decimal")
         ),
