@@ -36,25 +36,37 @@ from tests.reliability.conftest import (
 KILL_SEEDS = range(10)
 
 
+def _cdr_requests(served: Served) -> int:
+    """CDR list requests the sandbox has received (counted on arrival, before it answers)."""
+    return served.sandbox.counters.get(CDRS_PATH, 0)
+
+
 @pytest.mark.slow
 def test_sigkill_at_a_random_point_then_rerun_is_exact(
     served: Served, forker: Forker, tmp_path
 ) -> None:
     day = TODAY - timedelta(days=7)
-    began = time.monotonic()
+    before = _cdr_requests(served)
     forker.start([job(served, tmp_path, [day])])
     (done,) = forker.wait()
-    duration = time.monotonic() - began
+    requests = _cdr_requests(served) - before
     assert done["status"] == 0, done
     assert done["result"]["success"], done
     assert_exact(tmp_path, served.sandbox, day, case="sigkill:baseline")
+    assert requests >= 2
 
+    # The kill lands at a random point of the child's *progress* (after its k-th CDR request,
+    # k in 1..all), not after a random delay: how fast the machine is decides nothing, so
+    # every child is killed mid-run. k = all kills it while it decodes, writes or publishes.
     killed = 0
     for seed in KILL_SEEDS:
-        delay = random.Random(seed).uniform(0.0, duration)
+        at = random.Random(seed).randint(1, requests)
+        start = _cdr_requests(served)
         (pid,) = forker.start([job(served, tmp_path, [day])])
-        time.sleep(delay)
-        # If it finished first, "after the end" is still a valid point.
+        deadline = time.monotonic() + 120.0
+        while _cdr_requests(served) - start < at:
+            assert time.monotonic() < deadline, f"child never made {at} CDR requests"
+            time.sleep(0.002)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         (child,) = forker.wait()
@@ -65,7 +77,7 @@ def test_sigkill_at_a_random_point_then_rerun_is_exact(
         assert_exact(tmp_path, served.sandbox, day, case="sigkill:before-rerun")
         run_ok(served.defs(tmp_path), day)
         assert_exact(tmp_path, served.sandbox, day, case="sigkill:rerun")
-    assert killed >= 7, f"only {killed} of 10 children were killed mid-run"
+    assert killed == len(KILL_SEEDS), f"only {killed} of {len(KILL_SEEDS)} children killed mid-run"
 
 
 ANALYST = textwrap.dedent(
