@@ -10,9 +10,8 @@ dagster.yaml).
 import asyncio
 import functools
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
@@ -35,7 +34,12 @@ from pipelines.resources import (
     config_failure,
     utc_now,
 )
-from warehouse import snapshots
+from pipelines.snapshot_sources import (
+    SNAPSHOT_SOURCES,
+    SnapshotSource,
+    build_snapshot_frames,
+    fetch_snapshot,
+)
 from warehouse.lake import LakeSourceConflict
 
 API_POOL = "contact_center_api"
@@ -250,124 +254,6 @@ _NORMALIZED_DESCRIPTIONS: Mapping[str, str] = {
 # --- Snapshot assets -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SnapshotSource:
-    """One snapshot asset group: the API reads it makes and the tables it writes."""
-
-    name: str
-    tables: tuple[str, ...]
-    description: str
-
-
-SNAPSHOT_SOURCES: tuple[SnapshotSource, ...] = (
-    SnapshotSource(
-        "users",
-        (
-            "users",
-            "user_teams",
-            "user_supervised_teams",
-            "user_queues",
-            "user_supervised_queues",
-            "user_skills",
-        ),
-        "Users, active and deleted together, and the memberships their records carry.",
-    ),
-    SnapshotSource(
-        "queues",
-        ("queues", "queue_members", "queue_supervisors"),
-        "Routing queues with their members and supervisors.",
-    ),
-    SnapshotSource("skills", ("skills",), "Routing skills."),
-    SnapshotSource(
-        "teams", ("teams", "team_members", "team_supervisors"), "Teams, members, supervisors."
-    ),
-    SnapshotSource("campaigns", ("campaigns",), "Outbound dialer campaigns."),
-    SnapshotSource("numbers", ("numbers",), "Purchased phone numbers with exact pricing."),
-    SnapshotSource("caller_id_groups", ("caller_id_groups",), "Caller ID groups."),
-    SnapshotSource("balance", ("balance_snapshots",), "The account balance, exact decimal."),
-)
-
-
-@dataclass
-class Fetched:
-    """What a snapshot read returned: records per kind, and how many records/requests."""
-
-    data: dict[str, Any] = field(default_factory=dict)
-    records: int = 0
-    requests: int = 0
-
-    def put(self, name: str, value: Any, requests: int = 1) -> None:
-        self.data[name] = value
-        self.records += len(value) if isinstance(value, list) else 1
-        self.requests += requests
-
-
-def _rows(models: Sequence[Any]) -> list[dict[str, Any]]:
-    """API models back to records as the API sent them (unknown fields kept)."""
-    return [m.model_dump(mode="json", by_alias=True, exclude_unset=True) for m in models]
-
-
-async def _per_group(
-    client: Any, ids: Sequence[Any], method: str, fetched: Fetched, name: str
-) -> None:
-    """Members (or supervisors) of every queue/team; the client bounds its own concurrency."""
-    call = getattr(client, method)
-    results = await asyncio.gather(*(call(gid) for gid in ids))
-    fetched.data[name] = {gid: _rows(r) for gid, r in zip(ids, results, strict=True)}
-    fetched.records += sum(len(r) for r in results)
-    fetched.requests += len(ids)
-
-
-async def fetch_snapshot(
-    name: str, contact_center: ContactCenterResource, log: dg.DagsterLogManager
-) -> Fetched:
-    """Read one resource family from the API, whole."""
-    fetched = Fetched()
-    async with contact_center.client(log) as client:
-        if name == "users":
-            fetched.put("active", _rows(await client.list_all_users()))
-            fetched.put("deleted", _rows(await client.list_all_deleted_users()))
-        elif name in ("queues", "teams"):
-            groups = _rows(await getattr(client, f"list_all_{name}")())
-            fetched.put(name, groups)
-            ids = [g["id"] for g in groups]
-            singular = name[:-1]
-            await _per_group(client, ids, f"list_all_{singular}_users", fetched, "members")
-            await _per_group(
-                client, ids, f"list_all_{singular}_supervisors", fetched, "supervisors"
-            )
-        elif name == "balance":
-            balance = await client.get_balance()
-            fetched.put("balance", balance.model_dump(mode="json", by_alias=True))
-        else:
-            fetched.put(name, _rows(await getattr(client, f"list_all_{name}")()))
-    return fetched
-
-
-def build_snapshot_frames(
-    name: str, fetched: Fetched, taken_at: datetime
-) -> dict[str, pl.DataFrame]:
-    """Lake frames of one snapshot family, stamped with `taken_at`."""
-    d = fetched.data
-    if name == "users":
-        return snapshots.users_frames(d["active"], d["deleted"], taken_at)
-    if name == "queues":
-        return snapshots.queues_frames(d["queues"], d["members"], d["supervisors"], taken_at)
-    if name == "teams":
-        return snapshots.teams_frames(d["teams"], d["members"], d["supervisors"], taken_at)
-    if name == "balance":
-        balance = d["balance"]
-        amount = balance.get("amount") if isinstance(balance, Mapping) else balance
-        return {"balance_snapshots": snapshots.balance_frame(str(amount), taken_at)}
-    builders = {
-        "skills": snapshots.skills_frame,
-        "campaigns": snapshots.campaigns_frame,
-        "numbers": snapshots.numbers_frame,
-        "caller_id_groups": snapshots.caller_id_groups_frame,
-    }
-    return {name: builders[name](d[name], taken_at)}
-
-
 def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=f"{source.name}_snapshot",
@@ -399,7 +285,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
-            fetched = asyncio.run(fetch_snapshot(source.name, contact_center, context.log))
+            fetched = asyncio.run(fetch_snapshot(source, contact_center, context.log))
         except ContactCenterError as exc:
             raise api_failure(exc, partition=None) from exc
         frames = build_snapshot_frames(source.name, fetched, taken_at)
