@@ -245,7 +245,13 @@ def cmd_ingest(
     validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
     import dagster as dg
 
-    from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+    from pipelines.settings import SettingsError
+
+    try:
+        # Importing the code location reads the environment: a bad value stops it here.
+        from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
     from pipelines.partitions import partition_keys
     from pipelines.resources import is_sandbox, source_problem
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
@@ -255,9 +261,12 @@ def cmd_ingest(
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
         raise CliError(problem)
-    # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
-    first_day = min(start_date_from_env(env), start)
-    contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+    try:
+        # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
+        first_day = min(start_date_from_env(env), start)
+        contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
     # A lake holding another source's data is refused here, before any run or write.
     try:
         wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)

@@ -42,6 +42,7 @@ from pipelines.report import build_report_asset, build_report_sensor
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
 from pipelines.sensors import failure_summary_sensor
+from pipelines.settings import settings_from_env
 
 CDR_JOB = "cdr_daily"
 # What each run's forkserver imports once for all its steps.
@@ -151,33 +152,30 @@ def resources_from_env(
     With `as_env_vars` (the code location) the API settings are `EnvVar`s, resolved in each
     run process, so the key never enters config; the CLI passes its own mapping's values.
     """
+    settings = settings_from_env(env)
     contact_center = ContactCenterResource(
         base_url=_setting("CC_API_BASE_URL", env, as_env_vars),
         api_key=_setting("CC_API_KEY", env, as_env_vars),
         sandbox_start_date=start_date.isoformat(),
-        sandbox_cdrs_per_day=int(env.get("CDRHOUSE_SANDBOX_CDRS_PER_DAY") or 2000),
+        sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
     )
-    warehouse = WarehouseResource(
-        data_dir=env.get("CDRHOUSE_DATA_DIR") or "data",
-        lake_uri=env.get("CDRHOUSE_LAKE_URI") or None,
-    )
+    warehouse = WarehouseResource(data_dir=settings.data_dir, lake_uri=settings.lake_uri)
     return contact_center, warehouse
 
 
 def start_date_from_env(env: Mapping[str, str]) -> date:
-    value = env.get("CDRHOUSE_START_DATE")
-    return date.fromisoformat(value) if value else DEFAULT_START_DATE
+    return settings_from_env(env).start_date
 
 
 def defs_from_env(env: Mapping[str, str]) -> dg.Definitions:
-    start_date = start_date_from_env(env)
-    contact_center, warehouse = resources_from_env(env, start_date)
+    settings = settings_from_env(env)
+    contact_center, warehouse = resources_from_env(env, settings.start_date)
     return build_defs(
         contact_center=contact_center,
         warehouse=warehouse,
-        start_date=start_date,
-        lookback_days=int(env.get("CDRHOUSE_LOOKBACK_DAYS") or DEFAULT_LOOKBACK_DAYS),
-        owners=parse_owners(env.get("CDRHOUSE_OWNERS")),
+        start_date=settings.start_date,
+        lookback_days=settings.lookback_days,
+        owners=parse_owners(settings.owners),
     )
 
 

@@ -1,0 +1,50 @@
+"""cdrhouse's own environment variables, validated in one place.
+
+A bad value stops the code location (or the `cdrhouse` command) with one line that names the
+variable, its value and what is expected, instead of a traceback from deep inside `int()`.
+An empty value counts as unset. The API URL and key are not here: they stay `EnvVar`s,
+resolved in each run process (see `definitions.py`), so the key never enters a model.
+"""
+
+from collections.abc import Mapping
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipelines.partitions import DEFAULT_START_DATE
+from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+
+DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value cdrhouse cannot use (message: one line)."""
+
+
+class Settings(BaseModel):
+    """The `CDRHOUSE_*` variables (README "Configuration")."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    data_dir: str = Field("data", alias="CDRHOUSE_DATA_DIR", min_length=1)
+    lake_uri: str | None = Field(None, alias="CDRHOUSE_LAKE_URI")
+    start_date: date = Field(DEFAULT_START_DATE, alias="CDRHOUSE_START_DATE")
+    lookback_days: int = Field(DEFAULT_LOOKBACK_DAYS, alias="CDRHOUSE_LOOKBACK_DAYS", ge=0, le=366)
+    sandbox_cdrs_per_day: int = Field(
+        DEFAULT_SANDBOX_CDRS_PER_DAY, alias="CDRHOUSE_SANDBOX_CDRS_PER_DAY", ge=1, le=5_000_000
+    )
+    owners: str | None = Field(None, alias="CDRHOUSE_OWNERS")
+
+
+_NAMES = frozenset(str(f.alias) for f in Settings.model_fields.values())
+
+
+def settings_from_env(env: Mapping[str, str]) -> Settings:
+    """The settings `env` holds; raises `SettingsError` naming the first bad variable."""
+    values = {k: v for k, v in env.items() if k in _NAMES and v != ""}
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else "environment"
+        raise SettingsError(f"{name}={values.get(name)!r}: {error['msg']}") from None

@@ -1,0 +1,70 @@
+"""A bad environment value gives one line naming the variable, and nothing runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import date
+
+import pytest
+
+from pipelines.settings import SettingsError, settings_from_env
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("CDRHOUSE_LOOKBACK_DAYS", "three", "valid integer"),
+        ("CDRHOUSE_LOOKBACK_DAYS", "-1", "greater than or equal to 0"),
+        ("CDRHOUSE_SANDBOX_CDRS_PER_DAY", "2k", "valid integer"),
+        ("CDRHOUSE_START_DATE", "2026-13-01", "valid date"),
+    ],
+)
+def test_a_bad_value_names_its_variable(name: str, value: str, expected: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from_env({name: value})
+    message = str(info.value)
+    assert message.startswith(f"{name}={value!r}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_unset_and_empty_mean_the_defaults() -> None:
+    settings = settings_from_env(
+        {"CDRHOUSE_LOOKBACK_DAYS": "", "CDRHOUSE_START_DATE": "2026-11-01"}
+    )
+    assert settings.lookback_days == 3
+    assert settings.start_date == date(2026, 11, 1)
+    assert settings.data_dir == "data"
+
+
+def test_cdrhouse_ingest_exits_2_with_one_line_and_writes_nothing(tmp_path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CC_API_BASE_URL": "sandbox",
+        "CDRHOUSE_DATA_DIR": str(tmp_path / "data"),
+        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "lots",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "ingest",
+            "--start",
+            "2026-11-01",
+            "--end",
+            "2026-11-02",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "cdrhouse: error: CDRHOUSE_SANDBOX_CDRS_PER_DAY='lots': "
+        "Input should be a valid integer, unable to parse string as an integer"
+    ]
+    assert not (tmp_path / "data").exists()
