@@ -157,7 +157,7 @@ class ServedSandbox:
         return int(requests.get(CDRS_PATH, 0)) if isinstance(requests, dict) else 0
 
     def cpu_s(self) -> float:
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         t = psutil.Process(self.proc.pid).cpu_times()
         return float(t.user + t.system)
@@ -424,7 +424,7 @@ def measure_process(
     cmd: Sequence[str], env: dict[str, str], cwd: str | Path | None = None, interval: float = 0.2
 ) -> Measured:
     """Run `cmd` to completion; stdout+stderr are captured, never raised on a failure."""
-    import psutil  # type: ignore[import-untyped]
+    import psutil
 
     began = time.perf_counter()
     proc = subprocess.Popen(
@@ -663,7 +663,7 @@ def run_history(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
                 )
                 if prep.returncode != 0:
                     raise RuntimeError(f"cdrhouse lake views failed:\n{prep.output[-4000:]}")
-                args = ("ingest", "--start", nightly[0].isoformat())
+                args: tuple[str, ...] = ("ingest", "--start", nightly[0].isoformat())
                 args += ("--end", (yesterday + timedelta(days=1)).isoformat(), "--verbose")
                 m = measure_process(_cli(*args), _cli_env(sb, run_dir, first), cwd=run_dir)
                 if m.returncode != 0:

@@ -108,6 +108,7 @@ def dlt_child(base_url: str, api_key: str, start: date, end: date, workdir: Path
     )
     pipeline.run(source, loader_file_format="parquet")
     trace = pipeline.last_trace
+    assert trace is not None
     steps = {
         s.step: (s.finished_at - s.started_at).total_seconds()
         for s in trace.steps

@@ -81,7 +81,9 @@ def test_bad_configuration_fails_with_what_to_fix(
 
 def test_malformed_cluster_id_is_refused_before_any_request() -> None:
     with pytest.raises(pydantic.ValidationError) as info:
-        ClientSettings(cluster_id="Acme_EU!", service_domain="example.com", api_key="k-123")
+        ClientSettings.model_validate(
+            {"cluster_id": "Acme_EU!", "service_domain": "example.com", "api_key": "k-123"}
+        )
     text = str(info.value)
     assert "cluster_id 'acme_eu!' is not a DNS label" in text
     assert "k-123" not in text

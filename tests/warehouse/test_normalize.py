@@ -62,11 +62,13 @@ def test_generator_day_normalizes_exactly(dataset: Dataset) -> None:
         .is_in(["met", "breached"])
         .all()
     )
-    assert n.cdr_sms["segments_count"].min() >= 1
+    segments_min = n.cdr_sms["segments_count"].min()
+    assert isinstance(segments_min, int)
+    assert segments_min >= 1
 
 
-def _rec(**over: object) -> dict:
-    base = {
+def _rec(**over: object) -> dict[str, object]:
+    base: dict[str, object] = {
         "id": "00000000-0000-0000-0000-000000000001",
         "type": "sms",
         "subtype": "outbound_sms",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 
 import duckdb
@@ -14,7 +15,7 @@ from .conftest import SmallWarehouse
 
 
 @pytest.fixture(scope="module")
-def con(small: SmallWarehouse) -> duckdb.DuckDBPyConnection:
+def con(small: SmallWarehouse) -> Iterator[duckdb.DuckDBPyConnection]:
     c = connect(small.data_dir)
     yield c
     c.close()

@@ -69,7 +69,8 @@ def test_cdr_fetch_is_exact_under_each_fault(knob: str) -> None:
     sandbox = make_sandbox(cdrs_per_day=3000, days=1)
     start, end = day()
     truth = set(sandbox.truth_cdrs(start, end))
-    sandbox.faults = FaultConfig(**{knob: 0.3})
+    faults: dict[str, Any] = {knob: 0.3}
+    sandbox.faults = FaultConfig(**faults)
     ids, stats, _ = fetch_ids(sandbox, start, end, page_size=200, sub_window=timedelta(hours=3))
     assert set(ids) == truth
     assert max(ids.values()) == 1
@@ -82,7 +83,8 @@ def test_cdr_fetch_is_exact_under_each_fault(knob: str) -> None:
 @pytest.mark.parametrize("knob", ["error_429_rate", "error_5xx_rate", "reset_rate", "html_rate"])
 def test_dimension_lists_survive_each_fault(knob: str) -> None:
     sandbox = make_sandbox(cdrs_per_day=10, days=1)
-    sandbox.faults = FaultConfig(**{knob: 0.3})
+    faults: dict[str, Any] = {knob: 0.3}
+    sandbox.faults = FaultConfig(**faults)
 
     async def main() -> tuple[int, int]:
         async with make_client(sandbox) as client:

@@ -20,7 +20,7 @@ PHONE_A, PHONE_B = "4930123456", "4989765432"
 
 
 def make_sandbox(**flags: bool) -> Sandbox:
-    return make_write_sandbox({READ_ONLY_KEY: frozenset({"campaigns.read"})}, **flags)
+    return make_write_sandbox({READ_ONLY_KEY: frozenset({"campaigns.read"})}, now=None, **flags)
 
 
 @pytest.fixture

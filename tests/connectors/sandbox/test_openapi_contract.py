@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from connectors.sandbox import Sandbox
@@ -91,7 +91,7 @@ def test_documented_bounds_match_the_sandbox_choices() -> None:
 
 # --- every response against the document --------------------------------------------------------
 
-_REGISTRY = Registry().with_resource("urn:doc", Resource(contents=DOC, specification=DRAFT202012))
+_REGISTRY = Registry().with_resource("urn:doc", DRAFT202012.create_resource(DOC))
 _TEMPLATES = [
     (re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), path) for path in DOC["paths"]
 ]
@@ -282,7 +282,7 @@ def test_every_write_response_matches_the_document(checked: Checked, sandbox: Sa
 def test_the_check_refuses_what_the_sandbox_used_to_serve(shared: Sandbox) -> None:
     cdr_id = "6a6b0b76-4bac-4936-8745-ce7d647f99bb"
     request = httpx.Request("GET", f"http://127.0.0.1/api/v4/reporting/cdrs/{cdr_id}")
-    sms = {
+    sms: dict[str, Any] = {
         "id": cdr_id, "type": "sms", "subtype": "outbound_sms", "disposition": "sent",
         "from": {"type": "phone_number", "phone_number": "CDRHOUSE"},
         "to": {"type": "phone_number", "phone_number": "4915112345678"},

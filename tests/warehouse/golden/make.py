@@ -100,7 +100,7 @@ async def sandbox_pages() -> list[bytes]:
         cursor: str | None = None
         limits = iter([333, 1000, 7, 1, 999] * 100)
         while True:
-            params: dict[str, object] = {**window, "limit": next(limits)}
+            params: dict[str, str | int] = {**window, "limit": next(limits)}
             if cursor:
                 params["cursor"] = cursor
             response = await client.get(CDRS_PATH, params=params)
