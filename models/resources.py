@@ -16,7 +16,7 @@ The CDR hot path does not use these models (see connectors/contact_center/client
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -32,13 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-
-def iso_ms(moment: datetime) -> str:
-    """UTC ISO 8601 with milliseconds and 'Z', the API's timestamp format."""
-    if moment.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
+from models.timestamps import iso_ms
 
 # --- shared types ---------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
+from models.timestamps import iso_ms
 from pipelines.resources import SOURCE_NOT_CONFIGURED, WarehouseResource, utc_now
 
 FAILURES_DIR = "failures"
@@ -66,7 +67,7 @@ def failure_summary(run: dg.DagsterRun, step_failures: Iterable[dg.DagsterEvent]
         "job": run.job_name,
         "partition": run.tags.get("dagster/partition"),
         "backfill": run.tags.get("dagster/backfill"),
-        "written_at": utc_now().isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "written_at": iso_ms(utc_now()),
         "failed_steps": steps,
     }
 

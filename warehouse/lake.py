@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.tables import TABLES
+from models.timestamps import iso_ms
 
 PART_FILE = "part-0.parquet"
 TMP_DIR = "_tmp"
@@ -93,7 +94,7 @@ def _parse_key(key: str) -> tuple[str, str]:
 
 
 def _now_ms() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_ms(dt.datetime.now(dt.UTC))
 
 
 def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:

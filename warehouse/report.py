@@ -31,6 +31,8 @@ from typing import Any
 import altair as alt
 import duckdb
 
+from models.timestamps import iso_ms
+
 TOP_AGENTS = 10
 Row = dict[str, Any]
 # altair's chained builders (`.mark_bar().encode(...)`) are typed as Any; say so once.
@@ -92,7 +94,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return iso_ms(value)
     if isinstance(value, date):
         return value.isoformat()
     return value

@@ -28,7 +28,7 @@ from connectors.contact_center.paginators import (
     PageInfo,
     read_page_info,
 )
-from models.resources import iso_ms
+from models.timestamps import iso_ms
 
 if TYPE_CHECKING:
     from connectors.contact_center.core import ClientCore

@@ -60,8 +60,8 @@ from models.resources import (
     WebhookFailure,
     WhatsappTemplate,
     WrapupCode,
-    iso_ms,
 )
+from models.timestamps import iso_ms
 
 __all__ = [
     "CdrPage",

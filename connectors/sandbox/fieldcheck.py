@@ -12,8 +12,10 @@ import math
 import re
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, Literal
+
+from models.timestamps import parse_ts
 
 # E.164 without the plus: a non-zero country digit and at most 15 digits in all.
 PHONE_RE: Final = re.compile(r"[1-9][0-9]{6,14}")
@@ -139,11 +141,10 @@ def check_timestamp(errs: FieldErrors, path: str, value: Any) -> datetime | None
     if not check_type(errs, path, value, "string"):
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_ts(value)
     except ValueError:
         errs.add(path, "must be an ISO 8601 date-time")
         return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def check_unknown(
@@ -168,8 +169,3 @@ def require_all(
     """Like :func:`require`, but reports every missing key, not just the first."""
     missing = [key for key in keys if not require(errs, prefix, body, key)]
     return not missing
-
-
-def iso_ms(moment: datetime) -> str:
-    """UTC with millisecond precision, the spec's timestamp format."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

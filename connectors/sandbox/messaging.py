@@ -34,11 +34,11 @@ from connectors.sandbox.fieldcheck import (
     check_unknown,
     check_uuid,
     is_int,
-    iso_ms,
     join,
     require,
     require_all,
 )
+from models.timestamps import iso_ms
 
 SMS_CONTENT_TYPES: Final = ("text", "canned_message")
 MESSAGE_CONTENT_TYPES: Final = ("text", "audio", "document", "image", "video", "voice")

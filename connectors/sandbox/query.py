@@ -8,12 +8,11 @@ Any other filter builds a per-day index list once (cached in `QueryCache`) and p
 from __future__ import annotations
 
 import hashlib
-import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -29,23 +28,12 @@ from connectors.sandbox.generator import (
     date_of_ms,
     ms_of,
 )
+from models.timestamps import parse_ts
 
 if TYPE_CHECKING:
     from connectors.sandbox.emulator import Sandbox
 
 OFFSET_WINDOW = 10_000
-
-
-def parse_time(text: str) -> datetime:
-    """ISO 8601 date-time (or date) to an aware UTC datetime; naive values are taken as UTC."""
-    if not re.match(r"^\d{4}-\d{2}-\d{2}", text):
-        raise ValueError(f"not an ISO 8601 date-time: {text!r}")
-    value = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 # ------------------------------------------------------------------ filters
@@ -113,8 +101,8 @@ def _dynamic_days(sandbox: Sandbox) -> dict[date, DayCdrs]:
     out: dict[date, DayCdrs] = {}
     teams_of = {ref["id"]: teams for ref, teams in sandbox.dataset.user_refs}
     for rec in records:
-        start = ms_of(parse_time(rec["started_at"]))
-        end = ms_of(parse_time(rec["ended_at"]))
+        start = ms_of(parse_ts(rec["started_at"]))
+        end = ms_of(parse_ts(rec["ended_at"]))
         cost_e4 = int((_decimal(rec["cost"]) * 10_000).to_integral_value())
         encoded = dict(rec)
         encoded["cost"] = orjson.Fragment(cost_json(cost_e4))
@@ -150,7 +138,7 @@ def _days(sandbox: Sandbox, flt: CdrFilter) -> Iterator[date]:
     lo = ds.start_date
     hi = ds.end_date
     with sandbox.state.lock:
-        dynamic = [parse_time(r["started_at"]).date() for r in sandbox.state.dynamic_cdrs.values()]
+        dynamic = [parse_ts(r["started_at"]).date() for r in sandbox.state.dynamic_cdrs.values()]
     if dynamic:
         lo, hi = min(lo, min(dynamic)), max(hi, max(dynamic) + timedelta(days=1))
     low_ms = flt.started_gte
@@ -309,7 +297,7 @@ def locate(sandbox: Sandbox, cdr_id: str) -> tuple[DayCdrs, int] | None:
     with sandbox.state.lock:
         dynamic = sandbox.state.dynamic_cdrs.get(cdr_id)
     if dynamic is not None:
-        d = parse_time(dynamic["started_at"]).date()
+        d = parse_ts(dynamic["started_at"]).date()
     else:
         d_opt = sandbox.dataset.day_of_id(cdr_id)
         if d_opt is None:

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from connectors.sandbox import query
 from connectors.sandbox.faults import FaultConfig
 from connectors.sandbox.http import fail, get_sandbox, json_response, read_json_body
+from models.timestamps import iso_ms, parse_ts
 
 
 async def admin_faults(request: Request) -> Response:
@@ -36,12 +36,12 @@ async def admin_clock(request: Request) -> Response:
         try:
             if "now" in body:
                 now = body["now"]
-                clock.set(None if now is None else query.parse_time(str(now)))
+                clock.set(None if now is None else parse_ts(str(now)))
             if "advance_s" in body:
                 clock.advance(timedelta(seconds=float(body["advance_s"])))
         except ValueError as exc:
             raise fail({"now": [str(exc)]}) from None
-    return json_response({"now": query.iso(clock.now()), "frozen": clock.frozen})
+    return json_response({"now": iso_ms(clock.now()), "frozen": clock.frozen})
 
 
 async def admin_counters(request: Request) -> Response:
@@ -50,8 +50,8 @@ async def admin_counters(request: Request) -> Response:
 
 async def admin_truth(request: Request) -> Response:
     try:
-        start = query.parse_time(request.query_params["start"])
-        end = query.parse_time(request.query_params["end"])
+        start = parse_ts(request.query_params["start"])
+        end = parse_ts(request.query_params["end"])
     except (KeyError, ValueError):
         raise fail({"start": ["start and end must be ISO 8601 times"]}) from None
     return json_response({"cdrs": get_sandbox(request).truth_cdrs(start, end)})

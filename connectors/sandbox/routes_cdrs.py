@@ -18,7 +18,7 @@ from connectors.sandbox.datafaults import (
     render,
     visible_at,
 )
-from connectors.sandbox.generator import CDR_TYPES, cost_json, encode_page, iso_ms, ms_of
+from connectors.sandbox.generator import CDR_TYPES, cost_json, encode_page, ms_of
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, raw_json
 from connectors.sandbox.query import (
     OFFSET_WINDOW,
@@ -26,10 +26,10 @@ from connectors.sandbox.query import (
     Page,
     locate,
     now_ms,
-    parse_time,
     select_page,
 )
 from connectors.sandbox.reads import ReadRoutes
+from models.timestamps import iso_ms_from_epoch, parse_ts
 
 MAX_LIMIT = 1000
 SUBTYPES = frozenset({"outbound", "inbound", "whatsapp", "hlr_lookup", "outbound_sms"})
@@ -83,7 +83,7 @@ def parse_filter(request: Request) -> CdrFilter:
             if raw is None:
                 continue
             try:
-                ms = ms_of(parse_time(raw))
+                ms = ms_of(parse_ts(raw))
             except ValueError:
                 errors.setdefault(f"{field_name}[{op}]", []).append("must be an ISO 8601 date-time")
                 continue
@@ -246,7 +246,7 @@ def _event(kind: str, cdr_id: str, at_ms: int, cost: int) -> dict[str, Any]:
         "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}:{cdr_id}")),
         "type": kind,
         "cdr": {"id": cdr_id, "cost": orjson.Fragment(cost_json(cost))},
-        "occurred_at": iso_ms(at_ms),
+        "occurred_at": iso_ms_from_epoch(at_ms),
     }
 
 

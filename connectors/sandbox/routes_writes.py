@@ -23,7 +23,6 @@ from connectors.sandbox.fieldcheck import (
     check_phone,
     check_type,
     check_unknown,
-    iso_ms,
     join,
     require,
 )
@@ -37,6 +36,7 @@ from connectors.sandbox.http import (
     require_scope,
 )
 from connectors.sandbox.state import SandboxState
+from models.timestamps import iso_ms
 
 V4: Final = "/api/v4"
 CONFLICT: Final = {"state": ["conflict"]}

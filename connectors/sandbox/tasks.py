@@ -25,9 +25,9 @@ from connectors.sandbox.fieldcheck import (
     check_type,
     check_unknown,
     check_uuid,
-    iso_ms,
     require,
 )
+from models.timestamps import iso_ms
 
 MAX_NOTE: Final = 1000
 

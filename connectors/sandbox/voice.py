@@ -23,10 +23,10 @@ from connectors.sandbox.fieldcheck import (
     check_unknown,
     check_uuid,
     is_int,
-    iso_ms,
     join,
     require,
 )
+from models.timestamps import iso_ms
 
 CALL_PRICE_PER_MINUTE: Final = Decimal("0.0200")
 DIALING_SECONDS: Final = 4  # ring time before the contact answers

@@ -9,14 +9,13 @@ from connectors.sandbox.generator.dataset import Dataset
 from connectors.sandbox.generator.daystore import DayCdrs, Json
 from connectors.sandbox.generator.encoding import cost_json, cost_str, encode_page
 from connectors.sandbox.generator.times import (
-    DAY_MS,
     HOUR_MS,
     MAX_DURATION_MS,
     date_of_ms,
     day_start_ms,
-    iso_ms,
     ms_of,
 )
+from models.timestamps import DAY_MS
 
 CDR_TYPES = ("call", "conversation", "hlr_lookup", "sms")
 
@@ -33,6 +32,5 @@ __all__ = [
     "date_of_ms",
     "day_start_ms",
     "encode_page",
-    "iso_ms",
     "ms_of",
 ]

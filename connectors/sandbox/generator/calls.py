@@ -19,7 +19,7 @@ from connectors.sandbox.generator.picks import (
     draw_user,
     draw_wrapup,
 )
-from connectors.sandbox.generator.times import iso_ms
+from models.timestamps import iso_ms_from_epoch
 
 
 def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
@@ -60,8 +60,8 @@ def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
         "user": user if has_user else None,
         "cost": orjson.Fragment(cost_json(cost)),
         "tags": draw_tags(rng) if answered else [],
-        "started_at": iso_ms(start),
-        "ended_at": iso_ms(end),
+        "started_at": iso_ms_from_epoch(start),
+        "ended_at": iso_ms_from_epoch(end),
         "data": {
             "queue": draw_queue_ref(dims, rng) if (not outbound or rng.random() < 0.3) else None,
             "campaign": campaign,

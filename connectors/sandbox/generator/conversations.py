@@ -11,7 +11,7 @@ from connectors.sandbox.generator.dimensions import Dimensions
 from connectors.sandbox.generator.draws import ri, uuid4
 from connectors.sandbox.generator.encoding import cost_json
 from connectors.sandbox.generator.picks import draw_queue_ref, draw_user, draw_wrapup
-from connectors.sandbox.generator.times import iso_ms
+from models.timestamps import iso_ms_from_epoch
 
 
 def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
@@ -48,8 +48,8 @@ def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
         "user": user if has_user else None,
         "cost": orjson.Fragment(cost_json(cost)),
         "tags": ["whisper"] if rng.random() < 0.05 else [],
-        "started_at": iso_ms(start),
-        "ended_at": iso_ms(end),
+        "started_at": iso_ms_from_epoch(start),
+        "ended_at": iso_ms_from_epoch(end),
         "data": {
             "channel": "whatsapp",
             "flow": (

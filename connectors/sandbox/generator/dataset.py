@@ -16,7 +16,8 @@ from datetime import UTC, date, datetime, timedelta
 from connectors.sandbox.generator import calls, conversations, hlr, sms
 from connectors.sandbox.generator.daystore import DayCdrs, Generated
 from connectors.sandbox.generator.dimensions import Dimensions
-from connectors.sandbox.generator.times import DAY_MS, HOUR_MS, day_start_ms
+from connectors.sandbox.generator.times import HOUR_MS, day_start_ms
+from models.timestamps import DAY_MS
 
 # Relative traffic per hour of the day (UTC): quiet nights, a late-morning and afternoon peak.
 HOURLY_WEIGHTS = (1, 1, 1, 1, 1, 2, 4, 8, 14, 18, 20, 19, 16, 17, 19, 18, 15, 11, 8, 6, 4, 3, 2, 1)

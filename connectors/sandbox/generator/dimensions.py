@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 from connectors.sandbox import names
 from connectors.sandbox.generator.daystore import Json
 from connectors.sandbox.generator.draws import ri, uuid4
-from connectors.sandbox.generator.times import ts
+from models.timestamps import iso_ms
 
 _EXT = {"image": "jpg", "audio": "ogg"}
 
@@ -131,7 +131,7 @@ class Dimensions:
                     "price_per_min": f"0.{ri(rng, 50, 400):05d}",
                 },
                 "caller_id_groups": [self.caller_id_groups[i % 3]],
-                "created_at": ts(self.created_base + timedelta(days=i * 9, seconds=i * 37)),
+                "created_at": iso_ms(self.created_base + timedelta(days=i * 9, seconds=i * 37)),
             }
             if i % 3 == 0:  # some numbers route into a flow
                 flow = self.flows[i % len(self.flows)]
@@ -157,7 +157,7 @@ class Dimensions:
             deleted = i >= 50
             if deleted:
                 gone = self.created_base + timedelta(days=300 + i, hours=i % 7)
-                user["deleted_at"] = ts(gone)
+                user["deleted_at"] = iso_ms(gone)
                 user["updated_at"] = user["deleted_at"]
                 user["status"] = "offline"
                 self.deleted_users.append(user)
@@ -224,8 +224,8 @@ class Dimensions:
                 for s in rng.sample(self.skills, ri(rng, 1, 3))
             ],
             "status": "available",
-            "created_at": ts(created),
-            "updated_at": ts(updated),
+            "created_at": iso_ms(created),
+            "updated_at": iso_ms(updated),
             "deleted_at": None,
         }
 
@@ -291,8 +291,8 @@ class Dimensions:
                         ],
                     },
                     "follow_up_mode": "timer" if i % 2 else "lowest_attempts",
-                    "created_at": ts(created),
-                    "updated_at": ts(created + timedelta(days=3)),
+                    "created_at": iso_ms(created),
+                    "updated_at": iso_ms(created + timedelta(days=3)),
                 }
             )
         # Campaign membership (GET /campaigns/{id}/users and /teams).
@@ -380,8 +380,8 @@ class Dimensions:
                         "content_data": content,
                         "status": "delivered" if direction == "inbound" else "sent",
                         "status_reason": None,
-                        "created_at": ts(at),
-                        "updated_at": ts(at + timedelta(seconds=1)),
+                        "created_at": iso_ms(at),
+                        "updated_at": iso_ms(at + timedelta(seconds=1)),
                     }
                 )
             self.conversations[conv_id] = msgs
@@ -396,7 +396,7 @@ class Dimensions:
                     "status_code": (500, 502, 404, 410)[i % 4],
                     "error": "non-2xx response from endpoint",
                     "attempts": 1 + i % 5,
-                    "failed_at": ts(at),
+                    "failed_at": iso_ms(at),
                     "retriggered_at": None,
                 }
             )

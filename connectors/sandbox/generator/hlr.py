@@ -11,7 +11,7 @@ from connectors.sandbox.generator.dimensions import Dimensions
 from connectors.sandbox.generator.draws import ri, uuid4
 from connectors.sandbox.generator.encoding import cost_json
 from connectors.sandbox.generator.picks import draw_phone
-from connectors.sandbox.generator.times import iso_ms
+from models.timestamps import iso_ms_from_epoch
 
 
 def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
@@ -30,8 +30,8 @@ def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
         "user": None,
         "cost": orjson.Fragment(cost_json(cost)),
         "tags": [],
-        "started_at": iso_ms(start),
-        "ended_at": iso_ms(end),
+        "started_at": iso_ms_from_epoch(start),
+        "ended_at": iso_ms_from_epoch(end),
         "data": {
             "reachable": reachable,
             "roaming": reachable and rng.random() < 0.07,
