@@ -157,7 +157,9 @@ def test_pods_share_one_instance_and_a_fresh_process_finds_every_day_exact(
     # Its warehouse.duckdb holds views over s3:// paths, not copies of the data...
     data_dir = Path(analyst_env["CDRHOUSE_DATA_DIR"])
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
-        (sql,) = con.execute("select sql from duckdb_views() where view_name = 'cdrs'").fetchone()
+        row = con.execute("select sql from duckdb_views() where view_name = 'cdrs'").fetchone()
+    assert row is not None
+    (sql,) = row
     assert f"{pods_lake.uri}/cdrs/" in sql
     # ...and provenance: every partition came from the one API host (read in this process,
     # through the fsspec filesystem `connect` registers).
@@ -202,5 +204,7 @@ def test_polars_reads_every_table_from_s3_with_the_expected_schema(
     cdrs = pl.scan_parquet(f"{pods_lake.uri}/cdrs/*/part-0.parquet").collect()
     assert cdrs["id"].n_unique() == sum(served_sandbox.truth(d).total for d in pods_lake.days)
     for agg in aggregate_names():
-        frame = pl.scan_parquet(f"{pods_lake.uri}/{agg}/*/part-0.parquet", hive_partitioning=True)
-        assert frame.collect()["date"].n_unique() == len(pods_lake.days), agg
+        agg_frame = pl.scan_parquet(
+            f"{pods_lake.uri}/{agg}/*/part-0.parquet", hive_partitioning=True
+        )
+        assert agg_frame.collect()["date"].n_unique() == len(pods_lake.days), agg

@@ -107,14 +107,15 @@ def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(tmp_path
         )
     assert result.success
     glob = str(tmp_path / "lake" / "raw_cdrs" / "*" / "*.parquet")
-    found = {
-        path: count
-        for path in sorted(paths)
-        for (count,) in duckdb.sql(
+    found: dict[str, int] = {}
+    for path in sorted(paths):
+        relation = duckdb.sql(
             f"SELECT count(*) FROM read_parquet('{glob}') "
             f"WHERE json_exists(record, '$.{path.removeprefix('record.')}')"
-        ).fetchall()
-    }
+        )
+        assert relation is not None, path
+        for (count,) in relation.fetchall():
+            found[path] = count
     missing = sorted(p for p, n in found.items() if n == 0)
     assert not missing, f"lineage names fields no raw record has: {missing}"
 

@@ -132,12 +132,16 @@ def test_quarantine_check_fails_on_corrupt_records(clean_faults: ServedSandbox, 
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     quarantine = checks["cdr_quarantine_empty"]
     assert not quarantine.passed
-    assert quarantine.metadata["quarantined"].value > 0
+    quarantined = quarantine.metadata["quarantined"].value
+    assert isinstance(quarantined, int)
+    assert quarantined > 0
     # The rest of the day still landed, and nothing was dropped: raw = cdrs + quarantine.
     assert checks["row_count_matches_api_total"].passed
     assert checks["cdrs_ids_unique"].passed
     raw = quarantine.metadata["raw_rows"].value
-    assert raw == quarantine.metadata["cdrs_rows"].value + quarantine.metadata["quarantined"].value
+    cdrs_rows = quarantine.metadata["cdrs_rows"].value
+    assert isinstance(cdrs_rows, int)
+    assert raw == cdrs_rows + quarantined
 
 
 def test_fatal_errors_fail_at_once_and_say_what_to_fix(tmp_path) -> None:

@@ -6,8 +6,10 @@ snapshot table is non-empty, and a second run over the same range leaves identic
 """
 
 from datetime import timedelta
+from typing import Any
 
 import duckdb
+import polars as pl
 import pytest
 
 from models.tables import CDR_TABLES, SNAPSHOT_TABLES, TYPE_TABLES
@@ -27,12 +29,18 @@ def _cdr_counts(data_dir) -> dict[str, tuple[int, int]]:
     return {day: (distinct, total) for day, distinct, total in rows}
 
 
-def _all_tables(data_dir) -> dict[str, object]:
+def _all_tables(data_dir) -> dict[str, pl.DataFrame]:
     # snapshot_at is when the snapshot was read: the only column allowed to move.
     names = [t.name for t in CDR_TABLES] + [
         "balance" if t.name == "balance_snapshots" else t.name for t in SNAPSHOT_TABLES
     ]
     return {name: read_table(data_dir, name, drop=("snapshot_at",)) for name in names}
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    row = con.execute(sql).fetchone()
+    assert row is not None, sql
+    return row
 
 
 def test_ingest_three_days_matches_the_api_and_is_idempotent(
@@ -62,13 +70,13 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         by_type = dict(con.execute("select type, count(*) from cdrs group by 1").fetchall())
         for kind, spec in TYPE_TABLES.items():
-            (rows,) = con.execute(f"select count(*) from {spec.name}").fetchone()
+            (rows,) = _one(con, f"select count(*) from {spec.name}")
             assert rows == by_type.get(kind, 0), spec.name
         assert sum(by_type.values()) == sum(counts[d.isoformat()][0] for d in DAYS)
-        (quarantined,) = con.execute("select count(*) from cdr_quarantine").fetchone()
+        (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
         assert quarantined == 0
         for spec in SNAPSHOT_TABLES:
-            (rows,) = con.execute(f"select count(*) from {spec.name}").fetchone()
+            (rows,) = _one(con, f"select count(*) from {spec.name}")
             assert rows > 0, f"snapshot table {spec.name} is empty"
 
     first = _all_tables(tmp_path)

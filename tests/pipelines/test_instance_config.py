@@ -5,6 +5,7 @@ storage (tests/deploy/ load it against a real PostgreSQL).
 """
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def instance(tmp_path, monkeypatch) -> dg.DagsterInstance:
+def instance(tmp_path, monkeypatch) -> Iterator[dg.DagsterInstance]:
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")

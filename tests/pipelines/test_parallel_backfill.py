@@ -92,7 +92,9 @@ def test_parallel_backfill_with_an_open_analyst_connection(
         rows = dict(
             con.execute("select date::varchar, count(distinct id) from cdrs group by 1").fetchall()
         )
-        (dupes,) = con.execute("select count(*) - count(distinct id) from cdrs").fetchone()
+        row = con.execute("select count(*) - count(distinct id) from cdrs").fetchone()
+    assert row is not None
+    (dupes,) = row
     assert dupes == 0
     for day in [SEED_DAY, *DAYS]:
         assert rows[day.isoformat()] == served.api_total(day)

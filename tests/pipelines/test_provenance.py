@@ -135,7 +135,10 @@ def test_a_dagster_run_into_another_sources_lake_fails_once_and_writes_nothing(
         failures = [e for e in result.all_events if e.is_step_failure]
         assert failures
         for event in failures:
-            message = event.step_failure_data.user_failure_data.description  # type: ignore[union-attr]
+            failure = event.step_failure_data.user_failure_data
+            assert failure is not None
+            message = failure.description
+            assert message is not None
             assert "'sandbox:7'" in message
             assert repr(_host(served)) in message
         retried = [

@@ -197,7 +197,9 @@ def test_report_asset_writes_the_file_and_headline_numbers(warehouse_dir: Path) 
     assert metadata["cdrs"] == float(cdrs)
     assert isinstance(metadata["cost"], float)
     assert metadata["cost"] == float(cost)
-    assert Decimal(metadata["cost_exact"]) == cost
+    cost_exact = metadata["cost_exact"]
+    assert isinstance(cost_exact, str)
+    assert Decimal(cost_exact) == cost
     assert metadata["sla_met_pct"] == round(100.0 * met / (met + breached), 2)
     assert json.dumps(metadata["range"])
 

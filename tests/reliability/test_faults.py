@@ -115,6 +115,14 @@ def test_revised_costs_land_at_their_latest_revision(served: Served, tmp_path) -
     assert len(changed) > 10, "the re-run replaced the revised costs"
 
 
+def _one(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> tuple[Any, ...]:
+    row = con.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return row
+
+
 def test_schema_drift_keeps_extra_fields_and_unknown_types(served: Served, tmp_path) -> None:
     served.sandbox.faults = FaultConfig(
         drift_extra_field=True, drift_unknown_type_rate=0.1, paths=(CDRS_PATH,)
@@ -122,15 +130,13 @@ def test_schema_drift_keeps_extra_fields_and_unknown_types(served: Served, tmp_p
     run_ok(served.defs(tmp_path), DAY)
     assert_exact(tmp_path, served.sandbox, DAY, case="schema-drift")
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
-        (unknown,) = con.execute("select count(*) from cdrs where type = 'video_call'").fetchone()
-        (with_extra,) = con.execute(
-            "select count(*) from cdrs where extra like '%sentiment_v2%'"
-        ).fetchone()
-        (total,) = con.execute("select count(*) from cdrs where date = ?", [DAY]).fetchone()
-        (quarantined,) = con.execute("select count(*) from cdr_quarantine").fetchone()
-        (raw_extra,) = con.execute(
-            "select count(*) from raw_cdrs where record like '%\"sentiment_v2\"%'"
-        ).fetchone()
+        (unknown,) = _one(con, "select count(*) from cdrs where type = 'video_call'")
+        (with_extra,) = _one(con, "select count(*) from cdrs where extra like '%sentiment_v2%'")
+        (total,) = _one(con, "select count(*) from cdrs where date = ?", [DAY])
+        (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
+        (raw_extra,) = _one(
+            con, "select count(*) from raw_cdrs where record like '%\"sentiment_v2\"%'"
+        )
     assert unknown > 0, "the unknown CDR type is kept in cdrs"
     assert with_extra == total, "the extra field is kept in the extra JSON column"
     assert raw_extra == total, "and the raw record keeps it byte for byte"
