@@ -56,7 +56,7 @@ demo: install $(DAGSTER_HOME_DIR)/dagster.yaml
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/ruff format --check connectors models warehouse pipelines
+	$(BIN)/ruff format --check connectors models warehouse pipelines tests bench
 	$(BIN)/mypy
 
 # Two workers: most of the suite waits on subprocesses, servers and Dagster's daemon, not on a
