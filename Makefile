@@ -58,6 +58,7 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/ruff format --check connectors models warehouse pipelines tests bench
 	$(BIN)/mypy
+	$(BIN)/mypy tests bench
 
 # Two workers: most of the suite waits on subprocesses, servers and Dagster's daemon, not on a
 # core. tests/conftest.py keeps each module (and the shared `dagster dev`) on one worker.

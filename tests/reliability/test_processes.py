@@ -102,13 +102,14 @@ def test_overlapping_backfills_with_an_analyst_connection_open(
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert analyst.stdin is not None
-    assert analyst.stdout is not None
+    stdin, stdout = analyst.stdin, analyst.stdout
+    assert stdin is not None
+    assert stdout is not None
 
     def ask() -> str:
-        analyst.stdin.write("?\n")
-        analyst.stdin.flush()
-        return analyst.stdout.readline().strip()
+        stdin.write("?\n")
+        stdin.flush()
+        return stdout.readline().strip()
 
     try:
         before = ask()
@@ -119,9 +120,9 @@ def test_overlapping_backfills_with_an_analyst_connection_open(
         children = forker.wait()
         after = ask()
     finally:
-        analyst.stdin.close()
+        stdin.close()
         analyst.wait(timeout=30)
-        analyst.stdout.close()
+        stdout.close()
     for child in children:
         assert child["status"] == 0, child
         assert child["result"]["success"], child
