@@ -126,11 +126,12 @@ class ServedSandbox:
         for _ in range(600):
             try:
                 httpx.get(self.base_url + "/_sandbox/counters", timeout=1)
-                return
             except httpx.TransportError:
                 if self.proc.poll() is not None:
                     raise RuntimeError("the sandbox process exited") from None
                 time.sleep(0.1)
+            else:
+                return
         raise RuntimeError("the sandbox did not start")
 
     def warm(self, days: Sequence[date]) -> float:
@@ -177,7 +178,7 @@ def _hwm_mb(pid: int | str = "self") -> float | None:
     """VmHWM (peak RSS of this address space) from /proc: unlike ru_maxrss it does not carry
     the parent's high-water mark across fork + exec."""
     try:
-        with open(f"/proc/{pid}/status") as status:
+        with Path(f"/proc/{pid}/status").open() as status:
             for line in status:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) / 1024
@@ -343,7 +344,6 @@ def network_floor(scenario: Scenario, pages: int) -> float | None:
 
 
 def _table(
-    scenario: Scenario,
     results: list[Result],
     floor: tuple[int, float, int],
     net: dict[str, float | None],
@@ -396,11 +396,11 @@ def _targets(
             f"target peak RSS <= 400 MB and <= +20% of the {ref.rows:,}-row day: "
             f"{main.peak_rss_mb:.0f} MB, {growth:+.0%} -> {'MET' if ok else 'MISSED'}"
         )
-    for r in results:
-        if r.warehouse_rows != r.rows and r.label != "week":
-            out.append(
-                f"WARNING {r.label}: warehouse has {r.warehouse_rows:,} rows, ingest said {r.rows:,}"
-            )
+    out.extend(
+        f"WARNING {r.label}: warehouse has {r.warehouse_rows:,} rows, ingest said {r.rows:,}"
+        for r in results
+        if r.warehouse_rows != r.rows and r.label != "week"
+    )
     return out
 
 
@@ -816,7 +816,7 @@ def run(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
         finally:
             sb.close()
     rows, seconds = cpu_floor(bodies)
-    table = _table(scenario, results, (rows, seconds, len(bodies)), net)
+    table = _table(results, (rows, seconds, len(bodies)), net)
     verdicts = _targets(scenario, results, rows / seconds, net)
     load = os.getloadavg()[0]
     print(f"\nscenario {scenario.name}: {scenario.days} day(s) x {per_day:,} CDRs; "

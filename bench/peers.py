@@ -219,12 +219,12 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
         f"{'rows/s':>8} {'peak RSS MB':>11} {'tree MB':>8} {'sbx CPU s':>9}"
     )
     lines = [header, head, "-" * len(head)]
-    for r in results:
-        lines.append(
-            f"{r.loader:<18} {r.rows:>9,} {r.distinct_ids:>12,} {r.wall_s:>8.2f} {r.cpu_s:>8.2f} "
-            f"{r.rows / r.wall_s:>8,.0f} {r.peak_rss_mb:>11.0f} {r.tree_peak_mb:>8.0f} "
-            f"{r.sandbox_cpu_s:>9.2f}"
-        )
+    lines.extend(
+        f"{r.loader:<18} {r.rows:>9,} {r.distinct_ids:>12,} {r.wall_s:>8.2f} {r.cpu_s:>8.2f} "
+        f"{r.rows / r.wall_s:>8,.0f} {r.peak_rss_mb:>11.0f} {r.tree_peak_mb:>8.0f} "
+        f"{r.sandbox_cpu_s:>9.2f}"
+        for r in results
+    )
     for r in results:
         if r.steps:
             steps = ", ".join(f"{k} {v:.2f}s" for k, v in r.steps.items())

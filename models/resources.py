@@ -60,7 +60,7 @@ class WriteModel(BaseModel):
     # Defaults the server does not apply itself: sent even when the caller left them out.
     always_sent: ClassVar[tuple[str, ...]] = ()
 
-    def model_post_init(self, context: Any, /) -> None:
+    def model_post_init(self, _context: Any, /) -> None:
         """Count `always_sent` defaults as set, so `to_body()` includes them."""
         self.__pydantic_fields_set__.update(self.always_sent)
 
@@ -612,7 +612,8 @@ class SmsMessage(WriteModel):
     def _matching(self) -> Self:
         want = SmsTextContent if self.content_type == "text" else SmsCannedContent
         if not isinstance(self.content_data, want):
-            raise ValueError(f"content_data does not match content_type {self.content_type!r}")
+            # pydantic turns a ValueError (not a TypeError) into a validation error.
+            raise ValueError(f"content_data does not match content_type {self.content_type!r}")  # noqa: TRY004
         return self
 
 
@@ -937,7 +938,8 @@ class MessageBody(OpenWriteModel):
     def _matching(self) -> Self:
         want = TextContent if self.content_type == "text" else MediaContent
         if not isinstance(self.content_data, want):
-            raise ValueError(f"content_data does not match content_type {self.content_type!r}")
+            # pydantic turns a ValueError (not a TypeError) into a validation error.
+            raise ValueError(f"content_data does not match content_type {self.content_type!r}")  # noqa: TRY004
         return self
 
 

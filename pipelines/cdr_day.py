@@ -204,7 +204,7 @@ def land_day(
                 asyncio.run(pull_day(contact_center, log, partition, day.add, stats))
                 day.flush()
                 if stats.rows != stats.api_total:
-                    raise Withheld
+                    raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
         except Withheld:
             for table in tables:
                 stats.counts.pop(table, None)

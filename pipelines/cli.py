@@ -212,11 +212,12 @@ def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts:
             return
         try:
             storage.initialize_concurrency_limit_to_default(pool)
-            return
         except SQLAlchemyError:
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2 * (attempt + 1))  # another pod is creating it: look again
+        else:
+            return
 
 
 def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:

@@ -9,7 +9,6 @@ is configured (`SourceNotConfigured`) is only logged: nothing is written then.
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -94,7 +93,7 @@ def write_failure_summary(data_dir: Path, summary: Mapping[str, Any]) -> Path:
     path = folder / f"{summary['run_id']}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(tmp, path)
+    tmp.replace(path)
     return path
 
 

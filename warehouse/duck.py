@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import uuid
 from collections.abc import Collection, Sequence
@@ -370,7 +369,7 @@ def build_warehouse(
             finally:
                 con.close()
             tmp.unlink(missing_ok=True)
-        os.replace(tmp, final)
+        tmp.replace(final)
     finally:
         for leftover in (tmp, Path(f"{tmp}.wal")):
             with contextlib.suppress(FileNotFoundError):

@@ -167,7 +167,7 @@ class LocalStore:
             os.close(fd)
         final = self.root / rel
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, final)
+        tmp.replace(final)
         _fsync_dir(final.parent)
 
     def set_stamp(self, rel: str, stamp: float) -> bool:
@@ -228,9 +228,9 @@ class ObjectStore:
     def read_bytes(self, rel: str) -> bytes | None:
         try:
             data: bytes = self.fs.cat_file(self._p(rel))
-            return data
         except FileNotFoundError:
             return None
+        return data
 
     def create_exclusive(self, rel: str, data: bytes) -> None:
         if self.protocol in ("s3", "s3a"):
@@ -278,7 +278,7 @@ class ObjectStore:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def set_stamp(self, rel: str, stamp: float) -> bool:
+    def set_stamp(self, rel: str, stamp: float) -> bool:  # noqa: ARG002 - the store interface
         return False  # objects keep their LastModified
 
     def delete(self, rel: str) -> bool:
@@ -388,14 +388,14 @@ class Lake:
     def root(self) -> Path:
         """The local root directory (local lakes only)."""
         if not isinstance(self.store, LocalStore):
-            raise ValueError(f"{self.uri} is not a local lake")
+            raise ValueError(f"{self.uri} is not a local lake")  # noqa: TRY004 - a config value
         return self.store.root
 
     @property
     def fs(self) -> Any:
         """The fsspec filesystem of an object-store lake (DuckDB registers it)."""
         if not isinstance(self.store, ObjectStore):
-            raise ValueError(f"{self.uri} is a local lake")
+            raise ValueError(f"{self.uri} is a local lake")  # noqa: TRY004 - a config value
         return self.store.fs
 
     def _rel(self, table: str, key: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -204,11 +203,11 @@ def _sla(rows: list[Row]) -> Drawing:
 
 
 def _queue_rows(rows: list[Row]) -> list[Row]:
-    out: list[Row] = []
-    for r in rows:
-        for outcome in ("answered", "abandoned"):
-            out.append({**r, "outcome": outcome, "calls": r[f"calls_{outcome}"]})
-    return out
+    return [
+        {**r, "outcome": outcome, "calls": r[f"calls_{outcome}"]}
+        for r in rows
+        for outcome in ("answered", "abandoned")
+    ]
 
 
 def _queues(rows: list[Row]) -> Drawing:
@@ -668,5 +667,5 @@ def write_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(render_html(report), encoding="utf-8")
-    os.replace(tmp, out)
+    tmp.replace(out)
     return report

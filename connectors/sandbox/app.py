@@ -38,7 +38,7 @@ READ_ROUTES: list[ReadRoute] = [
 ]
 
 
-async def _api_error(request: Request, exc: Exception) -> Response:
+async def _api_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return json_response(exc.body, exc.status)
 

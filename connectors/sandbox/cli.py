@@ -79,9 +79,7 @@ def build_config(args: argparse.Namespace) -> SandboxConfig:
     if args.fault_paths:
         fault_values["paths"] = tuple(args.fault_paths)
     key = args.api_key or DEFAULT_API_KEY
-    keys: dict[str, frozenset[str]] = {key: ALL_SCOPES}
-    for scoped, scopes in args.key:
-        keys[scoped] = scopes
+    keys: dict[str, frozenset[str]] = {key: ALL_SCOPES, **dict(args.key)}
     config = SandboxConfig(
         seed=args.seed,
         days=args.days,

@@ -25,7 +25,7 @@ def openapi_route() -> Route:
     """The route serving the document (read once, when the app is built)."""
     document = openapi_bytes()
 
-    async def openapi(request: Request) -> Response:
+    async def openapi(_request: Request) -> Response:
         return raw_json(document)
 
     return Route(OPENAPI_PATH, openapi, methods=["GET"])

@@ -17,7 +17,7 @@ from connectors.sandbox.http import ApiError, check_query, json_response, requir
 
 Handler = Callable[[Request], Awaitable[Response]]
 Json = dict[str, Any]
-# (method, path, scope, tag, summary, handler)
+# A route: method, path, scope, tag, summary and handler, in that order.
 ReadRoute = tuple[str, str, str, str, str, Handler]
 
 PAGING: frozenset[str] = frozenset({"limit", "offset"})

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import glob
 import itertools
 import os
 import pwd
@@ -56,7 +55,7 @@ _STARTUP_TIMEOUT_S = 30.0
 def postgres_bin_dir() -> Path | None:
     """Where `initdb` and `pg_ctl` are: Debian's newest version, else whatever is on PATH."""
     debian = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        (str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
         key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
     )
     if debian:
@@ -245,7 +244,7 @@ def start_postgres(bin_dir: Path) -> Iterator[Postgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-# ---------------------------------------------------------------- S3 (moto)
+# S3 (moto) ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
