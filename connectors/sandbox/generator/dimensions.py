@@ -235,6 +235,8 @@ class Dimensions:
         for i, name in enumerate(names.CAMPAIGNS):
             created = self.created_base + timedelta(days=200 + i * 11, milliseconds=i * 3)
             vm = self.voice_messages[0]
+            # Only what varies: the state serves every campaign through `campaigns.render`,
+            # which fills the other config fields from `campaigns.DEFAULTS`.
             self.campaigns.append(
                 {
                     "id": i + 1,
@@ -242,11 +244,6 @@ class Dimensions:
                     "status": statuses[i % len(statuses)],
                     "strategy": "predictive_ai" if i % 4 == 1 else "simple",
                     "dial_level": rng.choice((1.0, 1.5, 2.0, 3.0)),
-                    "dial_level_override": {
-                        "enabled": True,
-                        "value": 1.5,
-                        "active_agents_threshold": 3,
-                    },
                     "max_dial_time": rng.choice((30, 45, 60)),
                     "max_wait_time": rng.choice((5, 10, 30)),
                     "max_dial_attempts": ri(rng, 1, 5),
@@ -261,14 +258,6 @@ class Dimensions:
                     if i % 2 == 0
                     else None,
                     "caller_id_sets": [{"phone_numbers": [self.cc_phones[i % 4]]}],
-                    "use_local_caller_id": False,
-                    "asr_optimization_enabled": True,
-                    "post_call_rating": {
-                        "enabled": False,
-                        "notification_voice_message_id": None,
-                        "instructions_voice_message_id": None,
-                        "complete_voice_message_id": None,
-                    },
                     "contact_local_time": {
                         "start_time": "09:00",
                         "end_time": "18:00",
