@@ -34,6 +34,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -130,8 +131,6 @@ def _clean_env() -> dict[str, str]:
 
 
 def run_dlt(sb: Any, key: str, start: date, end: date, workdir: Path) -> PeerResult:
-    from bench.ingest import measure_process
-
     env = _clean_env() | {"RUNTIME__DLTHUB_TELEMETRY": "false", "RUNTIME__LOG_LEVEL": "WARNING"}
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parent.parent), *filter(None, [env.get("PYTHONPATH")])]
@@ -141,27 +140,43 @@ def run_dlt(sb: Any, key: str, start: date, end: date, workdir: Path) -> PeerRes
         "--api-key", key, "--start", start.isoformat(), "--end", end.isoformat(),
         "--workdir", str(workdir),
     ]  # fmt: skip
+    return _measured("dlt 1.31 rest_api", cmd, env, workdir, sb, _dlt_steps)
+
+
+def _dlt_steps(output: str) -> dict[str, float]:
+    """dlt's own step timings: the child's last line (JSON)."""
+    steps = json.loads(output.strip().splitlines()[-1]).get("steps", {})
+    return {k: round(v, 2) for k, v in steps.items()}
+
+
+def _measured(
+    loader: str,
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    sb: Any,
+    steps_of: Callable[[str], dict[str, float]],
+) -> PeerResult:
+    """Run one loader as its own measured process; its figures and the sandbox's CPU."""
+    from bench.ingest import measure_process
+
     sb_cpu0 = sb.cpu_s()
-    m = measure_process(cmd, env, cwd=workdir)
+    m = measure_process(cmd, env, cwd=cwd)
     if m.returncode != 0:
-        raise RuntimeError(f"dlt failed ({m.returncode}):\n{m.output[-4000:]}")
-    last = m.output.strip().splitlines()[-1]
-    steps = json.loads(last).get("steps", {})
+        raise RuntimeError(f"{loader} failed ({m.returncode}):\n{m.output[-4000:]}")
     return PeerResult(
-        loader="dlt 1.31 rest_api",
+        loader=loader,
         wall_s=m.wall_s,
         cpu_s=m.cpu_s,
         peak_rss_mb=m.peak_rss_mb,
         tree_peak_mb=m.tree_peak_mb,
         descendants=m.descendants,
         sandbox_cpu_s=sb.cpu_s() - sb_cpu0,
-        steps={k: round(v, 2) for k, v in steps.items()},
+        steps=steps_of(m.output),
     )
 
 
 def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
-    from bench.ingest import measure_process
-
     env = _clean_env() | {
         "CC_API_BASE_URL": sb.base_url,
         "CC_API_KEY": key,
@@ -170,28 +185,20 @@ def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> P
     exe = shutil.which("cdrhouse", path=str(Path(sys.executable).parent))
     cmd = [exe] if exe else [sys.executable, "-m", "pipelines.cli"]
     cmd += ["ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"]
-    sb_cpu0 = sb.cpu_s()
-    m = measure_process(cmd, env, cwd=data_dir)
-    if m.returncode != 0:
-        raise RuntimeError(f"cdrhouse ingest failed ({m.returncode}):\n{m.output[-4000:]}")
+    return _measured("cdrhouse ingest", cmd, env, data_dir, sb, _cdrhouse_steps)
+
+
+def _cdrhouse_steps(output: str) -> dict[str, float]:
+    """Each run's seconds from its line: "ok   2026-11-19   raw_cdrs=…  checks 7/7 passed  1.1s"."""
     steps: dict[str, float] = {}
-    for line in m.output.splitlines():  # "ok   2026-11-19   raw_cdrs=…  checks 7/7 passed  1.1s"
+    for line in output.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0] == "ok" and parts[-1].endswith("s"):
             try:
                 steps[f"run {parts[1]}"] = float(parts[-1][:-1])
             except ValueError:
                 continue
-    return PeerResult(
-        loader="cdrhouse ingest",
-        wall_s=m.wall_s,
-        cpu_s=m.cpu_s,
-        peak_rss_mb=m.peak_rss_mb,
-        tree_peak_mb=m.tree_peak_mb,
-        descendants=m.descendants,
-        sandbox_cpu_s=sb.cpu_s() - sb_cpu0,
-        steps=steps,
-    )
+    return steps
 
 
 def compare_ids(cdrhouse_db: Path, dlt_db: Path) -> dict[str, int]:
