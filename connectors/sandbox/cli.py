@@ -3,38 +3,42 @@
 from __future__ import annotations
 
 import argparse
-import typing
-from dataclasses import fields, replace
-from datetime import date
+import sys
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+
+from pydantic import ValidationError
 
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
 from connectors.sandbox.faults import FaultConfig
 
-FlagKind = type[bool] | type[int] | type[float]
-# The command-line kind of each annotation a FaultConfig field may have (`| None` removed).
-_FLAG_KINDS: dict[object, FlagKind] = {bool: bool, int: int, float: float}
+# One flag per FaultConfig field (--latency-ms, --error-429-rate, ...); `paths` is the
+# repeatable --fault-path below.
+_FAULT_FLAGS = [name for name in FaultConfig.model_fields if name != "paths"]
 
 
-def _flag_kind(hint: object) -> FlagKind:
-    """The flag kind of a resolved FaultConfig annotation: `float | None` -> float."""
-    kinds = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
-    if len(kinds) != 1 or kinds[0] not in _FLAG_KINDS:
-        raise TypeError(f"no command-line flag for a FaultConfig field of type {hint!r}")
-    return _FLAG_KINDS[kinds[0]]
+def _fault_value(name: str) -> Callable[[str], object]:
+    """Parse a flag's text as the field would: its type and its bounds, one line on error."""
 
+    def parse(text: str) -> object:
+        try:
+            return getattr(FaultConfig.model_validate_strings({name: text}), name)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(exc.errors()[0]["msg"]) from None
 
-# Fault flags: --latency-ms, --error-429-rate, ... one per FaultConfig field (paths: below).
-_FAULT_HINTS = typing.get_type_hints(FaultConfig)
-_FAULT_FLAGS: dict[str, FlagKind] = {
-    f.name: _flag_kind(_FAULT_HINTS[f.name]) for f in fields(FaultConfig) if f.name != "paths"
-}
+    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--start-date", type=date.fromisoformat, default=None)
+    parser.add_argument(
+        "--start-date",
+        type=date.fromisoformat,
+        default=None,
+        help="first day of data (default: today - DAYS in UTC, so the data ends today)",
+    )
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--cdrs-per-day", type=int, default=20000)
     parser.add_argument("--api-key", default=None, help="full-scope key (default: built-in)")
@@ -49,13 +53,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag in ("dialer-ai", "dialing-order", "contact-local-time"):
         parser.add_argument(f"--no-{flag}", action="store_true", help=f"disable the {flag} flag")
     group = parser.add_argument_group("faults (all off by default)")
-    for name, kind in _FAULT_FLAGS.items():
+    for name in _FAULT_FLAGS:
+        field = FaultConfig.model_fields[name]
         flag = "--" + name.replace("_", "-")
-        if kind is bool:
-            group.add_argument(flag, action="store_true")
+        if field.annotation is bool:
+            group.add_argument(flag, action="store_true", help=field.description)
         else:
-            group.add_argument(flag, type=kind, default=None)
-    group.add_argument("--fault-path", action="append", default=[], dest="fault_paths")
+            help_text = f"{field.description} (default: %(default)s)"
+            group.add_argument(flag, type=_fault_value(name), default=field.default, help=help_text)
+    paths = FaultConfig.model_fields["paths"].description
+    group.add_argument(
+        "--fault-path",
+        action="append",
+        default=[],
+        dest="fault_paths",
+        help=f"{paths} (repeatable)",
+    )
 
 
 def scoped_key(text: str) -> tuple[str, frozenset[str]]:
@@ -71,28 +84,22 @@ def scoped_key(text: str) -> tuple[str, frozenset[str]]:
 
 
 def build_config(args: argparse.Namespace) -> SandboxConfig:
-    fault_values: dict[str, object] = {}
-    for name in _FAULT_FLAGS:
-        value = getattr(args, name)
-        if value is not None and value is not False:
-            fault_values[name] = value
-    if args.fault_paths:
-        fault_values["paths"] = tuple(args.fault_paths)
+    faults = {name: getattr(args, name) for name in _FAULT_FLAGS}
+    # The data window is chosen here, at the edge: the config itself never reads the clock.
+    start = args.start_date or datetime.now(UTC).date() - timedelta(days=args.days)
     key = args.api_key or DEFAULT_API_KEY
     keys: dict[str, frozenset[str]] = {key: ALL_SCOPES, **dict(args.key)}
-    config = SandboxConfig(
+    return SandboxConfig(
         seed=args.seed,
+        start_date=start,
         days=args.days,
         cdrs_per_day=args.cdrs_per_day,
         api_keys=keys,
         dialer_ai=not args.no_dialer_ai,
         dialing_order=not args.no_dialing_order,
         contact_local_time=not args.no_contact_local_time,
-        faults=FaultConfig.from_json(fault_values),
+        faults=FaultConfig.model_validate({**faults, "paths": tuple(args.fault_paths)}),
     )
-    if args.start_date is not None:
-        config = replace(config, start_date=args.start_date)
-    return config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +108,12 @@ def run(args: argparse.Namespace) -> int:
 
     from connectors.sandbox import Sandbox
 
-    config = build_config(args)
+    try:
+        config = build_config(args)
+    except ValidationError as exc:
+        for error in exc.errors():
+            print(f"cdrhouse sandbox: {error['loc'][0]}: {error['msg']}", file=sys.stderr)
+        return 2
     sandbox = Sandbox(config)
     key = next(iter(config.api_keys))
     print(f"cdrhouse sandbox: http://{args.host}:{args.port}/api/v4", flush=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.sandbox.faults import FaultConfig
 
@@ -46,37 +47,31 @@ CHOSEN_SCOPES: frozenset[str] = frozenset(
 ALL_SCOPES: frozenset[str] = SPEC_SCOPES | CHOSEN_SCOPES
 
 
-def _default_start() -> date:
-    return datetime.now(UTC).date() - timedelta(days=30)
-
-
 def _default_keys() -> Mapping[str, frozenset[str]]:
     return {DEFAULT_API_KEY: ALL_SCOPES}
 
 
-@dataclass(frozen=True)
-class SandboxConfig:
-    """Everything that shapes one sandbox instance; the same config gives the same bytes."""
+class SandboxConfig(BaseModel):
+    """Everything that shapes one sandbox instance; the same config gives the same bytes.
+
+    Nothing here reads the clock: ``start_date`` has no default, so the data window is always
+    named by the caller (the CLI and the pipeline pick "the last N days" at their edge).
+    """
+
+    # Errors name the field but never echo its value: api_keys holds secrets.
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     seed: int = 7
-    start_date: date = field(default_factory=_default_start)
-    days: int = 30
-    cdrs_per_day: int = 20000
-    api_keys: Mapping[str, frozenset[str]] = field(default_factory=_default_keys)
+    start_date: date
+    days: int = Field(30, ge=1)
+    cdrs_per_day: int = Field(20000, ge=0)
+    # Keys are secrets: never in a repr or a log line.
+    api_keys: Mapping[str, frozenset[str]] = Field(default_factory=_default_keys, repr=False)
     # Contact-center feature flags that gate campaign fields.
     dialer_ai: bool = True
     dialing_order: bool = True
     contact_local_time: bool = True
-    faults: FaultConfig = field(default_factory=FaultConfig)
-
-    def __repr__(self) -> str:
-        # Keys are secrets: never show them in a repr or a log line.
-        return (
-            f"SandboxConfig(seed={self.seed}, start_date={self.start_date}, days={self.days}, "
-            f"cdrs_per_day={self.cdrs_per_day}, api_keys=<{len(self.api_keys)} redacted>, "
-            f"dialer_ai={self.dialer_ai}, dialing_order={self.dialing_order}, "
-            f"contact_local_time={self.contact_local_time}, faults={self.faults!r})"
-        )
+    faults: FaultConfig = Field(default_factory=FaultConfig)
 
     @property
     def end_date(self) -> date:

@@ -13,11 +13,11 @@ import hashlib
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Annotated, Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -26,51 +26,55 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class FaultConfig:
-    """Fault knobs. Rates are probabilities per request (or per CDR for data faults)."""
+# A probability: per request for transport faults, per CDR for data faults.
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 
-    latency_ms: float = 0.0
-    jitter_ms: float = 0.0
-    rate_limit_rps: float | None = None
-    rate_limit_burst: int | None = None
-    retry_after_s: float | None = None
-    error_429_rate: float = 0.0
-    error_5xx_rate: float = 0.0
-    reset_rate: float = 0.0
-    truncate_rate: float = 0.0
-    html_rate: float = 0.0
-    empty_body_rate: float = 0.0
-    missing_key_rate: float = 0.0
-    total_mismatch: int = 0
-    cursor_invalid_rate: float = 0.0
-    late_rate: float = 0.0
-    late_max_minutes: int = 60
-    revise_rate: float = 0.0
-    revise_after_minutes: int = 30
-    drift_extra_field: bool = False
-    drift_unknown_type_rate: float = 0.0
-    corrupt_rate: float = 0.0
-    after_requests: int = 0
-    paths: tuple[str, ...] = ()
+
+class FaultConfig(BaseModel):
+    """Fault knobs, all off by default. A bad value fails validation naming its field.
+
+    The CLI derives one flag per field (``--error-429-rate``) from these fields, with the
+    description as the flag's help.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    latency_ms: float = Field(0.0, ge=0, description="fixed delay before each answer (ms)")
+    jitter_ms: float = Field(0.0, ge=0, description="extra random delay, U(0, jitter) (ms)")
+    rate_limit_rps: float | None = Field(None, gt=0, description="token bucket rate per key")
+    rate_limit_burst: int | None = Field(None, ge=1, description="token bucket size per key")
+    retry_after_s: float | None = Field(None, ge=0, description="Retry-After on every 429 (s)")
+    error_429_rate: Rate = Field(0.0, description="random 429 Too Many Requests")
+    error_5xx_rate: Rate = Field(0.0, description="random 500 (JSON) or 502/503 (HTML)")
+    reset_rate: Rate = Field(0.0, description="headers and part of a body, then a reset")
+    truncate_rate: Rate = Field(0.0, description="200 whose body is cut in half")
+    html_rate: Rate = Field(0.0, description="200 with an HTML page")
+    empty_body_rate: Rate = Field(0.0, description="200 with an empty body")
+    missing_key_rate: Rate = Field(0.0, description="200 list body without its array key")
+    # An offset, so a negative value (a source that under-counts) is a fault too.
+    total_mismatch: int = Field(0, description="added to every list's metadata.total")
+    cursor_invalid_rate: Rate = Field(0.0, description="a valid cursor answered as invalid")
+    late_rate: Rate = Field(0.0, description="CDRs visible only minutes after ended_at")
+    late_max_minutes: int = Field(60, ge=1, description="the longest delay of a late CDR")
+    revise_rate: Rate = Field(0.0, description="CDRs whose cost rises after they appear")
+    revise_after_minutes: int = Field(30, ge=0, description="when a revised cost shows")
+    drift_extra_field: bool = Field(False, description="an unknown field on every CDR")
+    drift_unknown_type_rate: Rate = Field(0.0, description="CDRs of an unknown type")
+    corrupt_rate: Rate = Field(0.0, description="CDRs with a string cost or a bad timestamp")
+    after_requests: int = Field(0, ge=0, description="transport faults start after N requests")
+    paths: tuple[str, ...] = Field((), description="path prefixes of transport faults")
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # Only the knobs that differ from the defaults: the repr stays one short line in
+        # logs and test ids (`FaultConfig(error_5xx_rate=0.35)`).
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value != info.default:
+                yield name, value
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the admin route's body)."""
-        out = asdict(self)
-        out["paths"] = list(self.paths)
-        return out
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> FaultConfig:
-        """Build from a (partial) JSON dict; unknown keys raise ValueError."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(obj) - names
-        if unknown:
-            raise ValueError(f"unknown fault fields: {sorted(unknown)}")
-        values = dict(obj)
-        if "paths" in values:
-            values["paths"] = tuple(values["paths"])
-        return cls(**values)
+        return self.model_dump(mode="json")
 
 
 class InjectedReset(Exception):

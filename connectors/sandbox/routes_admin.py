@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -21,10 +22,19 @@ async def admin_faults(request: Request) -> Response:
         if not isinstance(body, dict):
             raise fail({"body": ["must be an object"]})
         try:
-            sandbox.faults = FaultConfig.from_json(body)
-        except (TypeError, ValueError) as exc:
-            raise fail({"faults": [str(exc)]}) from None
+            sandbox.faults = FaultConfig.model_validate(body)
+        except ValidationError as exc:
+            raise fail(_field_messages(exc)) from None
     return json_response(sandbox.faults.to_json())
+
+
+def _field_messages(exc: ValidationError) -> dict[str, list[str]]:
+    """Pydantic's errors as the API's 422 body: field path -> messages."""
+    out: dict[str, list[str]] = {}
+    for error in exc.errors():
+        path = ".".join(str(part) for part in error["loc"]) or "body"
+        out.setdefault(path, []).append(error["msg"])
+    return out
 
 
 async def admin_clock(request: Request) -> Response:

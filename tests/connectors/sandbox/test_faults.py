@@ -212,6 +212,21 @@ def test_corrupt_records(sbx: Sandbox, client: Api) -> None:
     assert len(string_costs) + len(bad_times) == len(records)
 
 
+def test_admin_faults_refuse_a_bad_body_naming_the_field(sbx: Sandbox) -> None:
+    admin = Api(sbx, key=None)
+    try:
+        bad = admin.request("PUT", "/_sandbox/faults", json={"error_429_rate": 2, "bogus": 1})
+        assert bad.status_code == 422
+        errors = bad.json()["errors"]
+        assert set(errors) == {"error_429_rate", "bogus"}
+        assert errors["error_429_rate"] == ["Input should be less than or equal to 1"]
+        assert sbx.faults == FaultConfig()  # the live config is unchanged
+        ok = admin.request("PUT", "/_sandbox/faults", json={"paths": ["/api/v4/users"]})
+        assert (ok.status_code, ok.json()["paths"]) == (200, ["/api/v4/users"])
+    finally:
+        admin.close()
+
+
 def test_admin_routes_drive_a_sandbox_remotely(sbx: Sandbox) -> None:
     with sbx.serve() as server, httpx.Client(base_url=server.base_url) as http:
         assert http.get("/_sandbox/faults").json()["error_429_rate"] == 0.0
