@@ -34,14 +34,22 @@ class ClientSettings(BaseModel):
     """How to reach one Contact Center API v4 cluster, and how politely.
 
     Give either `base_url` or `cluster_id` + `service_domain` (the base URL is then
-    `https://<cluster_id>.<service_domain>`). HTTPS is required unless the host is a loopback
-    address (the sandbox); TLS verification is always on and cannot be turned off.
+    `https://<cluster_id>.<service_domain>`), not both. Either way `base_url` is a `str` once
+    validated. HTTPS is required unless the host is a loopback address (the sandbox); TLS
+    verification is always on and cannot be turned off.
     """
 
     # hide_input_in_errors: a ValidationError would otherwise print the raw key.
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
-    base_url: str = Field(description="Scheme + host (+ port), no path, no query.")
+    # Optional as input, a str once validated: `_derive_base_url` fills it from the cluster
+    # form or refuses, so the None default is never kept (validate_default would reject it,
+    # and is what lets a default of another type than the annotation pass mypy).
+    base_url: str = Field(
+        default=None,
+        validate_default=True,
+        description="Scheme + host (+ port), no path, no query.",
+    )
     cluster_id: str | None = None
     service_domain: str | None = None
     api_key: SecretStr = Field(description="A scoped v4 API key; only sent as a Bearer header.")
@@ -67,9 +75,13 @@ class ClientSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _derive_base_url(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("base_url") is not None:
+        if not isinstance(data, dict):
             return data
         cluster, domain = data.get("cluster_id"), data.get("service_domain")
+        if data.get("base_url") is not None:
+            if cluster is not None or domain is not None:
+                raise ValueError("give base_url or cluster_id + service_domain, not both")
+            return data
         if not cluster or not domain:
             raise ValueError("give base_url, or both cluster_id and service_domain")
         cluster = str(cluster).lower()

@@ -13,11 +13,38 @@ KEY = "sk-live-RECOGNIZABLE-0123456789"
 
 
 def test_base_url_from_cluster_and_domain() -> None:
-    # model_validate: the static __init__ requires base_url, which the validator derives.
-    s = ClientSettings.model_validate(
-        {"cluster_id": "eu-west-7", "service_domain": "cc.example.com", "api_key": SecretStr(KEY)}
-    )
+    # The constructor's static signature takes the cluster form (base_url is optional input).
+    s = ClientSettings(cluster_id="eu-west-7", service_domain="cc.example.com", api_key=KEY)
     assert s.base_url == "https://eu-west-7.cc.example.com"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {},
+        {"cluster_id": "eu-west-7"},
+        {"service_domain": "cc.example.com"},
+        {"base_url": None},
+    ],
+    ids=["neither", "cluster-only", "domain-only", "base-url-none"],
+)
+def test_base_url_or_cluster_form_is_required(where: dict[str, str | None]) -> None:
+    with pytest.raises(ValidationError, match="give base_url, or both cluster_id"):
+        ClientSettings.model_validate({**where, "api_key": KEY})
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        {"cluster_id": "eu-west-7", "service_domain": "cc.example.com"},
+        {"cluster_id": "eu-west-7"},
+        {"service_domain": "cc.example.com"},
+    ],
+    ids=["both", "plus-cluster", "plus-domain"],
+)
+def test_base_url_and_cluster_form_are_exclusive(cluster: dict[str, str]) -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        ClientSettings(base_url="https://eu-west-7.cc.example.com", api_key=KEY, **cluster)
 
 
 @pytest.mark.parametrize(
