@@ -17,6 +17,7 @@ only what it computes.
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,15 +61,37 @@ def _spec_columns(spec: TableSpec) -> list[dg.TableColumn]:
     ]
 
 
-@cache
-def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
-    """Columns of every `agg_*` view: DuckDB's types over an empty lake, the meanings from the
-    `-- @col` lines of the reporting SQL file that defines it."""
+# The `agg_*` views' DuckDB types, as `describe_aggregates()` gives them, checked in: asking
+# DuckDB at import cost every process that loads the definitions ~0.25 s and ~28 MB of RSS.
+# `python -m pipelines.catalog` rewrites the file; a test fails when it drifts from the SQL.
+AGGREGATE_TYPES_FILE = Path(__file__).with_name("aggregate_columns.json")
+
+
+def describe_aggregates() -> dict[str, list[tuple[str, str]]]:
+    """Name and DuckDB type of every `agg_*` view's columns, over an empty lake."""
     import duckdb
 
     from warehouse.duck import create_views
     from warehouse.lake import Lake
 
+    with tempfile.TemporaryDirectory() as tmp:
+        con = duckdb.connect()
+        try:
+            create_views(con, Lake(str(Path(tmp) / "lake")))
+            return {
+                agg: [
+                    (name, ctype) for name, ctype, *_ in con.execute(f"DESCRIBE {agg}").fetchall()
+                ]
+                for agg in aggregate_names()
+            }
+        finally:
+            con.close()
+
+
+@cache
+def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
+    """Columns of every `agg_*` view: the checked-in DuckDB types, the meanings from the
+    `-- @col` lines of the reporting SQL file that defines it."""
     meanings: dict[str, dict[str, str]] = {}
     for path in reporting_sql_files():
         sql = path.read_text()
@@ -76,31 +99,21 @@ def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
         for agg in aggregate_names():
             if f"VIEW {agg} AS" in sql:
                 meanings[agg] = cols
-    with tempfile.TemporaryDirectory() as tmp:
-        con = duckdb.connect()
-        try:
-            create_views(con, Lake(str(Path(tmp) / "lake")))
-            return {
-                agg: tuple(
-                    dg.TableColumn(name=name, type=ctype, description=meanings[agg].get(name))
-                    for name, ctype, *_ in con.execute(f"DESCRIBE {agg}").fetchall()
-                )
-                for agg in aggregate_names()
-            }
-        finally:
-            con.close()
-
-
-# Computed at import (~0.25 s of DuckDB): `definitions.PRELOAD_MODULES` lists this module, so
-# the run's forkserver pays it once and every step process it forks inherits the result.
-AGGREGATE_COLUMNS = aggregate_columns()
+    types: dict[str, list[list[str]]] = json.loads(AGGREGATE_TYPES_FILE.read_text())
+    return {
+        agg: tuple(
+            dg.TableColumn(name=name, type=ctype, description=meanings[agg].get(name))
+            for name, ctype in types[agg]
+        )
+        for agg in aggregate_names()
+    }
 
 
 def column_schema(table: str) -> dg.TableSchema:
     """The table's columns, DuckDB types and dictionary descriptions."""
     if table in TABLES:
         return dg.TableSchema(columns=_spec_columns(TABLES[table]))
-    return dg.TableSchema(columns=list(AGGREGATE_COLUMNS[table]))
+    return dg.TableSchema(columns=list(aggregate_columns()[table]))
 
 
 def table_view(table: str) -> str:
@@ -214,3 +227,10 @@ def with_catalog(
         return spec.replace_attributes(metadata={**spec.metadata, **extra}, owners=team)
 
     return list(dg.map_asset_specs(add, assets))
+
+
+if __name__ == "__main__":
+    # One line per view, so a change of the SQL shows as a one-line diff.
+    rows = [f"  {json.dumps(a)}: {json.dumps(cols)}" for a, cols in describe_aggregates().items()]
+    AGGREGATE_TYPES_FILE.write_text("{\n" + ",\n".join(rows) + "\n}\n")
+    print(f"wrote {AGGREGATE_TYPES_FILE}")
