@@ -1,0 +1,187 @@
+"""`cdrhouse ingest` and `cdrhouse demo`: check the range and the source, then run the jobs.
+
+`ingest` runs the very Dagster jobs the UI and the schedule run (`pipelines.cli_runs`), against
+`DagsterInstance.get()` when `DAGSTER_HOME` is set (so the runs show in the UI) and an ephemeral
+instance otherwise. Nothing heavy at module level (`cdrhouse --help` imports this module):
+each command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from pipelines.cli_runs import ensure_pool, run_ingest
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+DEMO_DAYS = 7
+DEMO_QUERY = """
+select type, count(*) as cdrs, sum(cost) as total_cost,
+       round(avg(epoch(ended_at) - epoch(started_at)), 1) as avg_seconds
+from cdrs group by type order by cdrs desc
+""".strip()
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2, no traceback."""
+
+
+def validate_range(start: date, end: date, today: date) -> None:
+    """`[start, end)` must hold at least one complete UTC day, none of them today or later."""
+    if end <= start:
+        raise CliError(f"--end {end} must be after --start {start} (the range is [start, end))")
+    if end > today:
+        raise CliError(
+            f"--end {end} is beyond today ({today} UTC): only complete days can be ingested, "
+            f"so the latest possible --end is {today}"
+        )
+
+
+def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:
+    import dagster as dg
+
+    if env.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral()
+
+
+def env_data_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
+
+
+def cmd_ingest(
+    start: date,
+    end: date,
+    env: Mapping[str, str],
+    *,
+    snapshots: bool = True,
+    verbose: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    out = out or sys.stdout
+    today = datetime.now(UTC).date()
+    validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
+    import dagster as dg
+
+    from pipelines.settings import SettingsError
+
+    try:
+        # Importing the code location reads the environment: a bad value stops it here.
+        from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    from pipelines.partitions import partition_keys
+    from pipelines.resources import is_sandbox, source_problem
+    from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from warehouse.lake import LakeSourceConflict
+
+    # Before anything is built or written: never fall back to fake data, never half-start.
+    problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
+    if problem is not None:
+        raise CliError(problem)
+    try:
+        # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
+        first_day = min(start_date_from_env(env), start)
+        contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    # A lake holding another source's data is refused here, before any run or write.
+    try:
+        wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)
+    except dg.Failure as exc:
+        raise CliError(exc.description or "invalid Contact Center API settings") from None
+    try:
+        warehouse.lake().check_source(wanted)
+    except LakeSourceConflict as exc:
+        raise CliError(str(exc)) from None
+    defs = build_defs(
+        contact_center=contact_center,
+        warehouse=warehouse,
+        start_date=first_day,
+        lookback_days=DEFAULT_LOOKBACK_DAYS,
+    )
+    keys = partition_keys(start, end)
+    source = (
+        "the bundled sandbox (in-process; set CC_API_BASE_URL to your cluster URL for real data)"
+        if is_sandbox(env.get("CC_API_BASE_URL"))
+        else env["CC_API_BASE_URL"]
+    )
+    data_dir = env_data_dir(env)
+    print(
+        f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} into {data_dir}",
+        file=out,
+        flush=True,
+    )
+    with _instance(env) as instance:
+        ensure_pool(instance)
+        report = run_ingest(
+            defs,
+            keys,
+            instance=instance,
+            data_dir=data_dir,
+            snapshots=snapshots,
+            verbose=verbose,
+            out=out,
+        )
+    if not warehouse.lake().is_local:
+        warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
+    if not report.success:
+        failed = [r.label for r in report.runs if not r.success or r.checks_failed]
+        print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
+        return 1
+    rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
+    print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / 'warehouse.duckdb'}", file=out)
+    return 0
+
+
+def _table_counts(database: Path) -> list[tuple[str, int]]:
+    import duckdb
+
+    from models.tables import ALL_TABLES
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        return [
+            (t.name, int(con.execute(f'select count(*) from "{t.name}"').fetchone()[0]))  # type: ignore[index]
+            for t in ALL_TABLES
+        ]
+
+
+def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
+    """Ingest the last `days` complete days from the sandbox, show what landed, and end with
+    the path of the contact-center report of those days."""
+    import duckdb
+
+    from pipelines.resources import SANDBOX
+
+    out = out or sys.stdout
+    today = datetime.now(UTC).date()
+    # Always the sandbox: a demo must not touch a cluster the shell happens to point at.
+    demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
+    demo_env["CC_API_BASE_URL"] = SANDBOX
+    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
+    if code != 0:
+        return code
+    database = env_data_dir(env) / "warehouse.duckdb"
+    print("\nrow counts per table:", file=out)
+    for name, rows in _table_counts(database):
+        print(f"  {name:<24} {rows:>10,}", file=out)
+    print(f"\nexample analyst query:\n{DEMO_QUERY}\n", file=out)
+    with duckdb.connect(str(database), read_only=True) as con:
+        cursor = con.execute(DEMO_QUERY)
+        names = [d[0] for d in cursor.description or []]
+        result = cursor.fetchall()
+    widths = [max(len(str(x)) for x in [n, *(r[i] for r in result)]) for i, n in enumerate(names)]
+    print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
+    for row in result:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
+    from warehouse.report import write_report
+
+    report_path = env_data_dir(env) / "report.html"
+    write_report(env_data_dir(env), today - timedelta(days=days), today, report_path)
+    print(f"\ncontact-center report (open it in a browser, works offline): {report_path}", file=out)
+    return 0

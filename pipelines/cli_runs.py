@@ -1,0 +1,184 @@
+"""Run the Dagster jobs in-process for `cdrhouse ingest`, one run per partition, and say what
+each run did: rows written, checks passed, warned and failed, retried steps, the failure.
+
+These are the very jobs the UI and the schedule run (`execute_in_process`). Only the standard
+library at module level: `pipelines.cli` imports it, and `cdrhouse --help` must stay light.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+# Dagster's own console logs are for the UI; the CLI prints one line per run instead.
+QUIET_RUN_CONFIG: Mapping[str, Any] = {
+    "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
+}
+VERBOSE_RUN_CONFIG: Mapping[str, Any] = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}}}
+
+
+@dataclass
+class RunLine:
+    """What one run did, for the progress display and the tests."""
+
+    label: str
+    success: bool
+    seconds: float
+    rows: dict[str, int] = field(default_factory=dict)
+    checks_failed: list[str] = field(default_factory=list)
+    checks_warned: list[str] = field(default_factory=list)
+    checks_total: int = 0
+    retries: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+@dataclass
+class IngestReport:
+    runs: list[RunLine] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return all(r.success and not r.checks_failed for r in self.runs)
+
+
+def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
+    import dagster as dg
+
+    line = RunLine(label=label, success=result.success, seconds=seconds)
+    for event in result.get_asset_materialization_events():
+        mat = event.step_materialization_data.materialization
+        rows = mat.metadata.get("dagster/row_count")
+        if rows is not None:
+            line.rows[mat.asset_key.to_user_string()] = int(rows.value)  # type: ignore[arg-type]
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
+            # Say why a step was retried, or a slow run would look merely slow.
+            data = event.event_specific_data
+            error = getattr(data, "error", None)
+            inner = error.cause if error is not None and error.cause is not None else error
+            reason = f"{inner.cls_name}: {inner.message.strip()[:200]}" if inner else "unknown"
+            line.retries.append(f"{event.step_key} ({reason})")
+    for check in result.get_asset_check_evaluations():
+        line.checks_total += 1
+        if not check.passed:
+            name = f"{check.asset_key.to_user_string()}:{check.check_name}"
+            if check.severity == dg.AssetCheckSeverity.WARN:
+                line.checks_warned.append(name)
+            else:
+                line.checks_failed.append(name)
+    return line
+
+
+def _format(line: RunLine) -> str:
+    main = [k for k in ("raw_cdrs", "cdrs", "cdr_quarantine") if k in line.rows]
+    shown = main or sorted(line.rows)[:4]
+    rows = "  ".join(f"{k}={line.rows[k]:,}" for k in shown)
+    passed = line.checks_total - len(line.checks_failed) - len(line.checks_warned)
+    checks = f"checks {passed}/{line.checks_total} passed" if line.checks_total else ""
+    status = "ok  " if line.success and not line.checks_failed else "FAIL"
+    text = f"{status} {line.label:<12} {rows}  {checks}  {line.seconds:.1f}s"
+    for retry in line.retries:
+        text += f"\n     retried {retry}"
+    if line.checks_warned:
+        text += f"\n     warning: {', '.join(line.checks_warned)}"
+    if line.checks_failed:
+        text += f"\n     failed checks: {', '.join(line.checks_failed)}"
+    if line.failure:
+        text += f"\n     {line.failure}"
+    return text
+
+
+def run_ingest(
+    defs: dg.Definitions,
+    keys: Sequence[str],
+    *,
+    instance: dg.DagsterInstance,
+    data_dir: Path,
+    snapshots: bool = True,
+    verbose: bool = False,
+    out: TextIO | None = None,
+    on_run: Callable[[RunLine], None] | None = None,
+) -> IngestReport:
+    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
+    from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
+    from pipelines.sensors import (
+        failure_summary,
+        source_not_configured,
+        summary_line,
+        write_failure_summary,
+    )
+
+    run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
+    report = IngestReport()
+    out = out or sys.stdout
+    # Snapshots first: the CDR checks look CDR users up in the users dimension.
+    plan: list[tuple[str, str, str | None]] = (
+        [("snapshots", SNAPSHOT_JOB, None)] if snapshots else []
+    )
+    plan += [(k, CDR_JOB, k) for k in keys]
+    for label, job_name, partition in plan:
+        begun = time.perf_counter()
+        result = defs.resolve_job_def(job_name).execute_in_process(
+            run_config=dict(run_config),
+            instance=instance,
+            partition_key=partition,
+            raise_on_error=False,
+        )
+        line = _summarize(label, result, time.perf_counter() - begun)
+        if not result.success:
+            run = instance.get_run_by_id(result.run_id)
+            assert run is not None
+            failures = [e for e in result.all_events if e.is_step_failure]
+            summary = failure_summary(run, failures)
+            line.failure = summary_line(summary)
+            # Like the sensor: with no source configured nothing is written, not even this.
+            if not source_not_configured(summary):
+                path = write_failure_summary(data_dir, summary)
+                line.failure += f"\n     details: {path}"
+            for step in summary["failed_steps"]:
+                line.failure += f"\n     {step['message']}"
+        report.runs.append(line)
+        print(_format(line), file=out, flush=True)
+        if on_run is not None:
+            on_run(line)
+        if not result.success:
+            break
+    return report
+
+
+def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts: int = 5) -> None:
+    """Create the API pool's limit row (at the instance's default limit) before any run.
+
+    `pool` defaults to `pipelines.assets.API_POOL` (looked up here, not at import time).
+
+    Dagster creates it lazily inside the first step that claims a slot. On PostgreSQL, pods
+    whose first runs start together race on that insert and the losers' runs fail (an
+    IntegrityError, then InFailedSqlTransaction inside Dagster). The daemon's run queue does
+    this before it launches a run; `cdrhouse ingest` runs in-process, so it does it here."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if pool is None:
+        from pipelines.assets import API_POOL
+
+        pool = API_POOL
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return
+    for attempt in range(attempts):
+        if pool in storage.get_concurrency_keys():
+            return
+        try:
+            storage.initialize_concurrency_limit_to_default(pool)
+        except SQLAlchemyError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))  # another pod is creating it: look again
+        else:
+            return
