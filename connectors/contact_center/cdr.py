@@ -2,10 +2,9 @@
 
 The hot path never builds a Python object per CDR: it yields the raw page bytes with the
 metadata read by simdjson (`paginators.read_page_info`). Every request goes through the core's
-`_send` and its retry policy. One rule stays outside it, in `window_pages`: a cursor the server
-rejects past the offset window (a 400 that is the fallback offset's, not the cursor's) is asked
-again with a budget of `max_attempts` rejections per sub-window, across its pages; `_send`'s
-budget is per request and also caps total time, so folding it in would change when it gives up.
+`_send` and its one retry loop. A cursor the server rejects past the offset window (a 400 that
+is the fallback offset's, not the cursor's) is retried there too, under `CursorRejections`: a
+budget shared by the pages of one sub-window, `max_attempts` rejections in all.
 """
 
 from __future__ import annotations
@@ -21,13 +20,19 @@ from typing import TYPE_CHECKING
 import httpx
 
 from connectors.contact_center.endpoints import ENDPOINTS
-from connectors.contact_center.errors import BadRequestError, InvalidBodyError, PaginationError
+from connectors.contact_center.errors import (
+    BadRequestError,
+    ContactCenterError,
+    InvalidBodyError,
+    PaginationError,
+)
 from connectors.contact_center.paginators import (
     OFFSET_WINDOW,
     CursorPaginator,
     PageInfo,
     read_page_info,
 )
+from connectors.contact_center.retry import RetryPolicy, SharedBudget
 from models.timestamps import iso_ms
 
 if TYPE_CHECKING:
@@ -174,28 +179,35 @@ async def window_pages(
         pager.validate(info)  # inside the retry loop: an overlapping page is re-requested
         return body, info
 
-    rejected = 0
+    rejections = CursorRejections(client.retry_policy, pager)
     while pager.has_next:
         params = [*window, *pager.params().items()]
-        try:
-            body, info = await client._send(endpoint, parse, params=params)
-        except BadRequestError:
-            # A cursor the server took as invalid, past the offset window: the fallback
-            # offset is invalid too (400). The cursor itself is fine; ask again.
-            if pager.cursor is None or pager.received < OFFSET_WINDOW:
-                raise
-            rejected += 1
-            if rejected >= client.retry_policy.max_attempts:
-                raise PaginationError(
-                    f"cursor rejected {rejected} times after {pager.received} records; the "
-                    "offset fallback cannot go past 10,000 - use a smaller sub_window"
-                ) from None
-            await asyncio.sleep(client.retry_policy.delay(rejected))
-            continue
+        body, info = await client._send(endpoint, parse, params=params, shared=rejections)
         index = pager.pages
         pager.update(info)
         assert info.total is not None
         yield CdrPage(ws, we, body, info.count, info.total, index, not pager.has_next)
+
+
+class CursorRejections(SharedBudget):
+    """A cursor the server took as invalid past the offset window: the fallback offset is
+    invalid too (400), but the cursor itself is fine, so it is asked again. Counted per
+    sub-window, across its pages; spent, it is a PaginationError."""
+
+    def __init__(self, policy: RetryPolicy, pager: CursorPaginator) -> None:
+        super().__init__(policy)
+        self.pager = pager
+
+    def covers(self, error: ContactCenterError) -> bool:
+        pager = self.pager
+        rejected = pager.cursor is not None and pager.received >= OFFSET_WINDOW
+        return rejected and isinstance(error, BadRequestError)
+
+    def exhausted(self) -> PaginationError:
+        return PaginationError(
+            f"cursor rejected {self.failures} times after {self.pager.received} records; the "
+            "offset fallback cannot go past 10,000 - use a smaller sub_window"
+        )
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -1,9 +1,10 @@
 """The client's core: one connection pool, one rate limiter, one request path.
 
 Every request goes through `ClientCore._send`: shared rate limiter, one attempt, `map_response`,
-body parsing, and the retry policy (retry.py). Logs (logger `connectors.contact_center`) carry
-the method, the path (ids but never the key or the query), the status, the attempt and the
-elapsed milliseconds.
+body parsing, and the one retry loop, whose decisions are the policy's (retry.py), including a
+caller's shared budget (the CDR fetch's rejected cursors). Logs (logger
+`connectors.contact_center`) carry the method, the path (ids but never the key or the query),
+the status, the attempt and the elapsed milliseconds.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from connectors.contact_center.responses import (
     to_model,
     write_result,
 )
-from connectors.contact_center.retry import RetryPolicy
+from connectors.contact_center.retry import RequestRetries, RetryPolicy, SharedBudget
 from connectors.contact_center.settings import ClientSettings
 
 logger = logging.getLogger("connectors.contact_center")
@@ -122,7 +123,11 @@ class ClientCore:
         params: Sequence[tuple[str, str | int]] | Mapping[str, str | int] | None = None,
         body: dict[str, Any] | None = None,
         require_json: bool = True,
+        shared: SharedBudget | None = None,
     ) -> T:
+        """Send until `parse` accepts a response or the retry policy gives up (then raise).
+
+        `shared` adds the caller's budget for a failure the policy alone would not retry."""
         if self._http is None:
             raise RuntimeError("use the client as `async with ContactCenterClient(...)`")
         path = endpoint.url(**(ids or {}))
@@ -130,10 +135,9 @@ class ClientCore:
         query = tuple((key, str(value)) for key, value in pairs)
         content = orjson.dumps(body) if body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
-        began = time.monotonic()
-        attempt = 0
+        retries = RequestRetries(self.retry_policy, endpoint.safety, shared)
         while True:
-            attempt += 1
+            attempt = retries.attempt
             await self.limiter.acquire()
             sent = time.monotonic()
             status: int | None = None
@@ -171,9 +175,8 @@ class ClientCore:
             elapsed_ms = (time.monotonic() - sent) * 1000
             if isinstance(error, RateLimitedError) and error.retry_after:
                 self.limiter.pause(error.retry_after)
-            wait = self.retry_policy.next_delay(
-                attempt, time.monotonic() - began, error, endpoint.safety
-            )
+            outcome = retries.after(error)
+            wait = None if isinstance(outcome, ContactCenterError) else outcome
             # ERROR only for a retriable failure we gave up on; a fatal 4xx is the caller's call.
             exhausted = wait is None and isinstance(error, RetriableAPIError)
             logger.log(
@@ -187,12 +190,12 @@ class ClientCore:
                 type(error).__name__,
                 f"retry_in_s={wait:.3f}" if wait is not None else "giving up",
             )
-            if wait is None:
+            if isinstance(outcome, ContactCenterError):
                 # Second line of defence: scrub the key from anything the server echoed.
-                error.args = (self._redact(str(error)),)
-                raise error from cause
+                outcome.args = (self._redact(str(outcome)),)
+                raise outcome from cause
             self.stats["retries"] += 1
-            await asyncio.sleep(wait)
+            await asyncio.sleep(outcome)
 
     async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
         endpoint = ENDPOINTS[name]

@@ -28,6 +28,7 @@ from models.resources import SendSms
 from .conftest import day, make_client, make_sandbox
 
 PHONE = "31612345678"
+CDRS_PATH = "/api/v4/reporting/cdrs"
 
 
 async def _collect(client: ContactCenterClient, start: datetime, end: datetime) -> list[CdrPage]:
@@ -139,6 +140,18 @@ def test_cursor_paging_past_the_offset_window() -> None:
     assert max(ids.values()) == 1
     assert len(pages) == 12
     assert stats["cursor_fallbacks"] > 0
+
+
+def test_a_cursor_rejected_past_the_offset_window_has_a_budget_per_sub_window() -> None:
+    # Every cursor taken as invalid: past 10,000 records the offset fallback is refused (400).
+    sandbox = make_sandbox(cdrs_per_day=12_000, days=1)
+    start, end = day()
+    sandbox.faults = FaultConfig(cursor_invalid_rate=1.0)
+    before = sandbox.counters.get(CDRS_PATH, 0)
+    with pytest.raises(PaginationError, match="cursor rejected 3 times after 10000 records"):
+        fetch_ids(sandbox, start, end, sub_window=timedelta(days=1), max_attempts=3)
+    # 10 pages, then the rejected one asked 3 times in all (the budget's max_attempts).
+    assert sandbox.counters.get(CDRS_PATH, 0) - before == 10 + 3
 
 
 def test_total_mismatch_is_a_pagination_error() -> None:

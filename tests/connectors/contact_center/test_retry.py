@@ -9,6 +9,7 @@ import pytest
 from connectors.contact_center.endpoints import ENDPOINTS, Safety
 from connectors.contact_center.errors import (
     BadRequestError,
+    ContactCenterError,
     InvalidBodyError,
     PaginationError,
     RateLimitedError,
@@ -16,7 +17,14 @@ from connectors.contact_center.errors import (
     TransportFailure,
     ValidationFailedError,
 )
-from connectors.contact_center.retry import RetryPolicy, is_retriable
+from connectors.contact_center.retry import (
+    RETRY_ON,
+    Failure,
+    RequestRetries,
+    RetryPolicy,
+    SharedBudget,
+    is_retriable,
+)
 
 ERRORS = {
     "429": RateLimitedError("x"),
@@ -82,3 +90,39 @@ def test_attempts_and_total_time_are_capped() -> None:
     assert policy.next_delay(3, 0.0, err, Safety.READ) is None  # third attempt was the last
     assert policy.next_delay(1, 9.5, RateLimitedError("x", retry_after=1.0), Safety.READ) is None
     assert policy.next_delay(1, 0.0, err, Safety.ONCE) is None
+
+
+def test_what_is_retried_is_the_policys_data() -> None:
+    only_429 = RetryPolicy(retry_on={**RETRY_ON, Safety.READ: frozenset({Failure.RATE_LIMITED})})
+    assert only_429.next_delay(1, 0.0, RateLimitedError("x"), Safety.READ) is not None
+    assert only_429.next_delay(1, 0.0, ServerError("x"), Safety.READ) is None
+    assert only_429 != RetryPolicy()
+    assert hash(RetryPolicy()) == hash(RetryPolicy())  # a frozen value, hashable
+
+
+class EveryBadRequest(SharedBudget):
+    """A caller's budget for 400s (the CDR fetch's is for rejected cursors only)."""
+
+    def covers(self, error: ContactCenterError) -> bool:
+        return isinstance(error, BadRequestError)
+
+    def exhausted(self) -> ContactCenterError:
+        return PaginationError(f"spent after {self.failures}")
+
+
+def test_a_shared_budget_spans_requests_and_each_ask_is_a_new_request() -> None:
+    policy = RetryPolicy(max_attempts=3, base_s=0.001, cap_s=0.001)
+    shared = EveryBadRequest(policy)
+    first = RequestRetries(policy, Safety.READ, shared)
+    assert isinstance(first.after(ServerError("x")), float)  # the request's own budget
+    assert first.attempt == 2
+    assert isinstance(first.after(BadRequestError("x")), float)  # the shared one: 1 of 3
+    assert first.attempt == 1  # asking again starts the request's budget over
+    second = RequestRetries(policy, Safety.READ, shared)
+    assert isinstance(second.after(BadRequestError("x")), float)  # 2 of 3, across requests
+    spent = second.after(BadRequestError("x"))
+    assert isinstance(spent, PaginationError)
+    assert str(spent) == "spent after 3"
+    # What the budget does not cover stays final, and is raised as it came.
+    fatal = ValidationFailedError("x")
+    assert RequestRetries(policy, Safety.READ, shared).after(fatal) is fatal
