@@ -37,6 +37,7 @@ from models.tables import (
 )
 
 Row = dict[str, Any]
+ByGroup = Mapping[int, list[Row]]  # a queue's or team's members (or supervisors) by its id
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 
 _USER_KNOWN = {
@@ -170,9 +171,7 @@ def users_frames(
     return out
 
 
-def _members(
-    spec: TableSpec, group_col: str, members: Mapping[int, list[Row]], at: dt.datetime
-) -> pl.DataFrame:
+def _members(spec: TableSpec, group_col: str, members: ByGroup, at: dt.datetime) -> pl.DataFrame:
     rows = [
         {group_col: gid, "user_id": u.get("id"), "user_name": u.get("name")}
         for gid, users in members.items()
@@ -181,30 +180,35 @@ def _members(
     return _frame(spec, rows, at)
 
 
-def queues_frames(
-    queues: list[Row],
-    members: Mapping[int, list[Row]],
-    supervisors: Mapping[int, list[Row]],
-    snapshot_at: dt.datetime,
+def _group_frames(
+    specs: tuple[TableSpec, TableSpec, TableSpec],
+    group_col: str,
+    groups: list[Row],
+    members: ByGroup,
+    supervisors: ByGroup,
+    at: dt.datetime,
 ) -> dict[str, pl.DataFrame]:
+    """A group dimension (queues, teams) with its members and supervisors, by group id."""
+    group, member, supervisor = specs
     return {
-        QUEUES.name: _frame(QUEUES, _id_name_rows(queues), snapshot_at),
-        QUEUE_MEMBERS.name: _members(QUEUE_MEMBERS, "queue_id", members, snapshot_at),
-        QUEUE_SUPERVISORS.name: _members(QUEUE_SUPERVISORS, "queue_id", supervisors, snapshot_at),
+        group.name: _frame(group, _id_name_rows(groups), at),
+        member.name: _members(member, group_col, members, at),
+        supervisor.name: _members(supervisor, group_col, supervisors, at),
     }
+
+
+def queues_frames(
+    queues: list[Row], members: ByGroup, supervisors: ByGroup, snapshot_at: dt.datetime
+) -> dict[str, pl.DataFrame]:
+    specs = (QUEUES, QUEUE_MEMBERS, QUEUE_SUPERVISORS)
+    return _group_frames(specs, "queue_id", queues, members, supervisors, snapshot_at)
 
 
 def teams_frames(
-    teams: list[Row],
-    members: Mapping[int, list[Row]],
-    supervisors: Mapping[int, list[Row]],
-    snapshot_at: dt.datetime,
+    teams: list[Row], members: ByGroup, supervisors: ByGroup, snapshot_at: dt.datetime
 ) -> dict[str, pl.DataFrame]:
-    return {
-        TEAMS.name: _frame(TEAMS, _id_name_rows(teams), snapshot_at),
-        TEAM_MEMBERS.name: _members(TEAM_MEMBERS, "team_id", members, snapshot_at),
-        TEAM_SUPERVISORS.name: _members(TEAM_SUPERVISORS, "team_id", supervisors, snapshot_at),
-    }
+    specs = (TEAMS, TEAM_MEMBERS, TEAM_SUPERVISORS)
+    return _group_frames(specs, "team_id", teams, members, supervisors, snapshot_at)
 
 
 def skills_frame(skills: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
