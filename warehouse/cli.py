@@ -120,6 +120,24 @@ def _write(df: pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> No
         df.write_parquet(output)
 
 
+def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
+    """Build `warehouse.duckdb` over the lake when this machine has none yet (writing nothing
+    to the lake); what is wrong when the lake holds no data either."""
+    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
+    from warehouse.lake import Lake
+
+    if (data_dir / WAREHOUSE_FILE).exists():
+        return None
+    lake = Lake(lake_uri or default_lake_uri(data_dir))
+    if lake.source() is None:
+        return (
+            f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
+            "run `cdrhouse ingest` first"
+        )
+    build_warehouse(data_dir, lake.uri, materialize=False)
+    return None
+
+
 def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -> int:
     """Entry point used by `cdrhouse sql`; returns the exit code, never raises on user errors."""
     try:
@@ -132,17 +150,9 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return _fail("--format parquet needs --output PATH")
     import duckdb  # after the argument checks: a usage error answers without loading DuckDB
 
-    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
-    from warehouse.lake import Lake
-
-    if not (Path(data_dir) / WAREHOUSE_FILE).exists():
-        lake = Lake(lake_uri or default_lake_uri(data_dir))
-        if lake.source() is None:
-            return _fail(
-                f"no warehouse at {Path(data_dir) / WAREHOUSE_FILE} and no data in the lake at "
-                f"{lake.uri}; run `cdrhouse ingest` first, or set CDRHOUSE_LAKE_URI"
-            )
-        build_warehouse(Path(data_dir), lake.uri, materialize=False)
+    problem = _ensure_views(Path(data_dir), lake_uri)
+    if problem is not None:
+        return _fail(f"{problem}, or set CDRHOUSE_LAKE_URI")
     try:
         df = run_query(Path(data_dir), query)
     except duckdb.Error as exc:
@@ -255,20 +265,12 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
-    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
-    from warehouse.lake import Lake
     from warehouse.report import write_report
 
-    if not (Path(data_dir) / WAREHOUSE_FILE).exists():
-        lake = Lake(lake_uri or default_lake_uri(data_dir))
-        if lake.source() is None:
-            print(
-                f"cdrhouse report: error: no warehouse at {Path(data_dir) / WAREHOUSE_FILE} and "
-                f"no data in the lake at {lake.uri}; run `cdrhouse ingest` first",
-                file=sys.stderr,
-            )
-            return 1
-        build_warehouse(Path(data_dir), lake.uri, materialize=False)
+    problem = _ensure_views(Path(data_dir), lake_uri)
+    if problem is not None:
+        print(f"cdrhouse report: error: {problem}", file=sys.stderr)
+        return 1
     try:
         report = write_report(Path(data_dir), start, end, args.out)
     except (OSError, duckdb.Error) as exc:
