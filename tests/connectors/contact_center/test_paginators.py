@@ -107,20 +107,22 @@ def test_cursor_paginator_follows_cursors_and_sends_offset() -> None:
     assert pager.received == 7
 
 
-def test_cursor_paginator_refuses_a_repeated_cursor() -> None:
+def _accepted(first: PageInfo) -> CursorPaginator:
+    """A limit-3 cursor paginator that has validated and accepted its first page."""
     pager = CursorPaginator(3)
-    first = _info([1, 2, 3], 9, "same")
     pager.validate(first)
     pager.update(first)
+    return pager
+
+
+def test_cursor_paginator_refuses_a_repeated_cursor() -> None:
+    pager = _accepted(_info([1, 2, 3], 9, "same"))
     with pytest.raises(PaginationError, match="twice"):
         pager.validate(_info([4, 5, 6], 9, "same"))
 
 
 def test_cursor_paginator_detects_an_overlapping_fallback_page() -> None:
-    pager = CursorPaginator(3)
-    first = _info([10, 11, 12], 9, "a")
-    pager.validate(first)
-    pager.update(first)
+    pager = _accepted(_info([10, 11, 12], 9, "a"))
     # The server fell back to offset 0: the same first record again. Retriable, so re-asked.
     with pytest.raises(InvalidBodyError, match="overlaps"):
         pager.validate(_info([10, 11, 12], 9, "b"))
