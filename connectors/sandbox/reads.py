@@ -13,7 +13,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from connectors.sandbox.http import ApiError, check_query, json_response, require_scope
+from connectors.sandbox.http import (
+    ApiError,
+    check_query,
+    get_sandbox,
+    json_response,
+    paginate,
+    require_scope,
+)
 
 Handler = Callable[[Request], Awaitable[Response]]
 Json = dict[str, Any]
@@ -47,6 +54,25 @@ class ReadRoutes:
             return fn
 
         return register
+
+    def list_and_get(
+        self, path: str, scope: str, tag: str, summaries: tuple[str, str], *, id_name: str
+    ) -> None:
+        """GET ``path``: a page of the dataset list named by the path's tail (``.../teams``);
+        GET ``path/{id_name}``: one of them by integer id, under the singular key (``team``)."""
+        key = path.rsplit("/", 1)[1]
+        singular = key.removesuffix("s")
+
+        async def list_items(request: Request) -> Response:
+            return paginate(request, key, getattr(get_sandbox(request).dataset, key))
+
+        async def one_item(request: Request) -> Response:
+            item_id = int_id(request, id_name)
+            items = getattr(get_sandbox(request).dataset, key)
+            return one(singular, items, lambda item: item["id"] == item_id)
+
+        self.get(path, scope, tag, summaries[0])(list_items)
+        self.get(f"{path}/{{{id_name}}}", scope, tag, summaries[1])(one_item)
 
 
 def int_id(request: Request, name: str) -> int:

@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from connectors.sandbox.http import (
-    ApiError,
-    fail,
-    get_sandbox,
-    json_response,
-    paginate,
-)
-from connectors.sandbox.reads import (
-    NO_QUERY,
-    PAGING,
-    Json,
-    ReadRoutes,
-    int_id,
-    one,
-    uuid_id,
-)
+from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, paginate
+from connectors.sandbox.reads import NO_QUERY, PAGING, Json, ReadRoutes, int_id, one, uuid_id
 
 READS = ReadRoutes()
 
@@ -84,23 +71,20 @@ async def users_deleted(request: Request) -> Response:
     return paginate(request, "users", users)
 
 
-@READS.get("/api/v4/users/deleted/{user_id}", "users.read", "Users", "Get a deleted user")
-async def users_deleted_one(request: Request) -> Response:
-    user = get_sandbox(request).dataset.deleted_by_id.get(uuid_id(request, "user_id"))
+def _user(request: Request, by_id: Mapping[str, Json]) -> Response:
+    user = by_id.get(uuid_id(request, "user_id"))
     if user is None:
         raise ApiError(404)
     return json_response({"user": user})
 
 
-@READS.get("/api/v4/users/teams", "users.teams.read", "Users", "List teams")
-async def teams_list(request: Request) -> Response:
-    return paginate(request, "teams", get_sandbox(request).dataset.teams)
+@READS.get("/api/v4/users/deleted/{user_id}", "users.read", "Users", "Get a deleted user")
+async def users_deleted_one(request: Request) -> Response:
+    return _user(request, get_sandbox(request).dataset.deleted_by_id)
 
 
-@READS.get("/api/v4/users/teams/{team_id}", "users.teams.read", "Users", "Get a team")
-async def teams_one(request: Request) -> Response:
-    team_id = int_id(request, "team_id")
-    return one("team", get_sandbox(request).dataset.teams, lambda t: t["id"] == team_id)
+_TEAMS = ("List teams", "Get a team")
+READS.list_and_get("/api/v4/users/teams", "users.teams.read", "Users", _TEAMS, id_name="team_id")
 
 
 def _users_of(request: Request, ids: list[str]) -> list[Json]:
@@ -108,27 +92,31 @@ def _users_of(request: Request, ids: list[str]) -> list[Json]:
     return [by_id[i] for i in ids]
 
 
-async def _team_users(request: Request, supervisors: bool) -> Response:
-    ds = get_sandbox(request).dataset
-    team_id = int_id(request, "team_id")
-    table = ds.team_supervisors if supervisors else ds.team_members
-    if team_id not in table:
+def _group_users(
+    request: Request, id_name: str, table: Mapping[int, list[str]], max_limit: int = 1000
+) -> Response:
+    """A page of the users of a team or queue (members or supervisors, per ``table``)."""
+    group_id = int_id(request, id_name)
+    if group_id not in table:
         raise ApiError(404)
-    # Team users: the text says max 100 (the parameter range says 0..1000); the text wins.
-    return paginate(
-        request, "users", _users_of(request, table[team_id]), max_limit=100, min_limit=0
-    )
+    return paginate(request, "users", _users_of(request, table[group_id]), max_limit=max_limit)
+
+
+# Team users: the text says max 100 (the parameter range says 0..1000); the text wins.
+_TEAM_USERS_MAX = 100
 
 
 for _prefix in ("/api/v4/teams", "/api/v4/users/teams"):
 
     @READS.get(_prefix + "/{team_id}/users", "users.teams.read", "Users", "List team users")
     async def team_users(request: Request) -> Response:
-        return await _team_users(request, supervisors=False)
+        members = get_sandbox(request).dataset.team_members
+        return _group_users(request, "team_id", members, _TEAM_USERS_MAX)
 
     @READS.get(_prefix + "/{team_id}/supervisors", "users.teams.read", "Users", "Team supervisors")
     async def team_supervisors(request: Request) -> Response:
-        return await _team_users(request, supervisors=True)
+        supervisors = get_sandbox(request).dataset.team_supervisors
+        return _group_users(request, "team_id", supervisors, _TEAM_USERS_MAX)
 
 
 @READS.get("/api/v4/users/skills", "users.skills.read", "Users", "List user skills")
@@ -151,40 +139,23 @@ async def user_skills_one(request: Request) -> Response:
 
 @READS.get("/api/v4/users/{user_id}", "users.read", "Users", "Get a user")
 async def users_one(request: Request) -> Response:
-    user = get_sandbox(request).dataset.users_by_id.get(uuid_id(request, "user_id"))
-    if user is None:
-        raise ApiError(404)
-    return json_response({"user": user})
+    return _user(request, get_sandbox(request).dataset.users_by_id)
 
 
 # ------------------------------------------------------------------ routing
 
 
-@READS.get("/api/v4/routing/queues", "routing.queues.read", "Routing", "List queues")
-async def queues_list(request: Request) -> Response:
-    return paginate(request, "queues", get_sandbox(request).dataset.queues)
-
-
-@READS.get("/api/v4/routing/queues/{queue_id}", "routing.queues.read", "Routing", "Get a queue")
-async def queues_one(request: Request) -> Response:
-    queue_id = int_id(request, "queue_id")
-    return one("queue", get_sandbox(request).dataset.queues, lambda q: q["id"] == queue_id)
-
-
-async def _queue_users(request: Request, supervisors: bool) -> Response:
-    ds = get_sandbox(request).dataset
-    queue_id = int_id(request, "queue_id")
-    table = ds.queue_supervisors if supervisors else ds.queue_members
-    if queue_id not in table:
-        raise ApiError(404)
-    return paginate(request, "users", _users_of(request, table[queue_id]))
+_QUEUES = ("List queues", "Get a queue")
+READS.list_and_get(
+    "/api/v4/routing/queues", "routing.queues.read", "Routing", _QUEUES, id_name="queue_id"
+)
 
 
 @READS.get(
     "/api/v4/routing/queues/{queue_id}/users", "routing.queues.read", "Routing", "Queue users"
 )
 async def queue_users(request: Request) -> Response:
-    return await _queue_users(request, supervisors=False)
+    return _group_users(request, "queue_id", get_sandbox(request).dataset.queue_members)
 
 
 @READS.get(
@@ -194,18 +165,13 @@ async def queue_users(request: Request) -> Response:
     "Queue supervisors",
 )
 async def queue_supervisors(request: Request) -> Response:
-    return await _queue_users(request, supervisors=True)
+    return _group_users(request, "queue_id", get_sandbox(request).dataset.queue_supervisors)
 
 
-@READS.get("/api/v4/routing/skills", "routing.skills.read", "Routing", "List skills")
-async def skills_list(request: Request) -> Response:
-    return paginate(request, "skills", get_sandbox(request).dataset.skills)
-
-
-@READS.get("/api/v4/routing/skills/{skill_id}", "routing.skills.read", "Routing", "Get a skill")
-async def skills_one(request: Request) -> Response:
-    skill_id = int_id(request, "skill_id")
-    return one("skill", get_sandbox(request).dataset.skills, lambda s: s["id"] == skill_id)
+_SKILLS = ("List skills", "Get a skill")
+READS.list_and_get(
+    "/api/v4/routing/skills", "routing.skills.read", "Routing", _SKILLS, id_name="skill_id"
+)
 
 
 # ------------------------------------------------------------------ campaigns

@@ -7,21 +7,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from connectors.sandbox import messaging
-from connectors.sandbox.http import (
-    ApiError,
-    get_sandbox,
-    json_response,
-    paginate,
-)
-from connectors.sandbox.reads import (
-    Json,
-    ReadRoutes,
-    int_id,
-    one,
-    uuid_id,
-)
+from connectors.sandbox.http import ApiError, get_sandbox, json_response, paginate
+from connectors.sandbox.reads import Json, ReadRoutes, one, uuid_id
 
 READS = ReadRoutes()
+_CONVERSATION = "/api/v4/messaging/conversations/{conversation_id}"
+_READ = "messaging.conversations.read"
 
 
 # ------------------------------------------------------------------ messaging
@@ -38,23 +29,13 @@ def _conversation(request: Request) -> tuple[str, list[Json]]:
     return conv_id, msgs
 
 
-@READS.get(
-    "/api/v4/messaging/conversations/{conversation_id}/messages",
-    "messaging.conversations.read",
-    "Messaging",
-    "List conversation messages",
-)
+@READS.get(f"{_CONVERSATION}/messages", _READ, "Messaging", "List conversation messages")
 async def conversation_messages(request: Request) -> Response:
     _, msgs = _conversation(request)
     return paginate(request, "messages", msgs, max_limit=100, min_limit=0)
 
 
-@READS.get(
-    "/api/v4/messaging/conversations/{conversation_id}",
-    "messaging.conversations.read",
-    "Messaging",
-    "Get a conversation",
-)
+@READS.get(_CONVERSATION, _READ, "Messaging", "Get a conversation")
 async def conversation_one(request: Request) -> Response:
     conv_id, msgs = _conversation(request)
     state = get_sandbox(request).state
@@ -64,10 +45,7 @@ async def conversation_one(request: Request) -> Response:
 
 
 @READS.get(
-    "/api/v4/messaging/conversations/{conversation_id}/messages/{message_id}",
-    "messaging.conversations.read",
-    "Messaging",
-    "Get a conversation message",
+    f"{_CONVERSATION}/messages/{{message_id}}", _READ, "Messaging", "Get a conversation message"
 )
 async def conversation_message(request: Request) -> Response:
     _, msgs = _conversation(request)
@@ -75,56 +53,20 @@ async def conversation_message(request: Request) -> Response:
     return one("message", msgs, lambda m: m["id"] == message_id)
 
 
-def _simple_resource(path: str, scope: str, tag: str, key: str, singular: str, attr: str) -> None:
-    async def list_items(request: Request) -> Response:
-        return paginate(request, key, getattr(get_sandbox(request).dataset, attr))
-
-    async def one_item(request: Request) -> Response:
-        item_id = int_id(request, "item_id")
-        items = getattr(get_sandbox(request).dataset, attr)
-        return one(singular, items, lambda i: i["id"] == item_id)
-
-    READS.get(path, scope, tag, f"List {key}")(list_items)
-    READS.get(path + "/{item_id}", scope, tag, f"Get one of {key}")(one_item)
-
-
-_simple_resource(
-    "/api/v4/messaging/whatsapp_templates",
-    "messaging.whatsapp_templates.read",
-    "Messaging",
-    "whatsapp_templates",
-    "whatsapp_template",
-    "whatsapp_templates",
+# Dataset lists with an integer-id detail route: (tag, path, scope).
+_SIMPLE_RESOURCES: tuple[tuple[str, str, str], ...] = (
+    ("Messaging", "/api/v4/messaging/whatsapp_templates", "messaging.whatsapp_templates.read"),
+    ("Messaging", "/api/v4/messaging/canned_messages", "messaging.canned_messages.read"),
+    ("Messaging", "/api/v4/messaging/channel_profiles", "messaging.channel_profiles.read"),
+    ("Contact Center", "/api/v4/contact_center/wrapup_codes", "contact_center.wrapup_codes.read"),
+    (
+        "Contact Center",
+        "/api/v4/contact_center/wrapup_code_groups",
+        "contact_center.wrapup_code_groups.read",
+    ),
 )
-_simple_resource(
-    "/api/v4/messaging/canned_messages",
-    "messaging.canned_messages.read",
-    "Messaging",
-    "canned_messages",
-    "canned_message",
-    "canned_messages",
-)
-_simple_resource(
-    "/api/v4/messaging/channel_profiles",
-    "messaging.channel_profiles.read",
-    "Messaging",
-    "channel_profiles",
-    "channel_profile",
-    "channel_profiles",
-)
-_simple_resource(
-    "/api/v4/contact_center/wrapup_codes",
-    "contact_center.wrapup_codes.read",
-    "Contact Center",
-    "wrapup_codes",
-    "wrapup_code",
-    "wrapup_codes",
-)
-_simple_resource(
-    "/api/v4/contact_center/wrapup_code_groups",
-    "contact_center.wrapup_code_groups.read",
-    "Contact Center",
-    "wrapup_code_groups",
-    "wrapup_code_group",
-    "wrapup_code_groups",
-)
+for _tag, _path, _scope in _SIMPLE_RESOURCES:
+    _key = _path.rsplit("/", 1)[1]
+    READS.list_and_get(
+        _path, _scope, _tag, (f"List {_key}", f"Get one of {_key}"), id_name="item_id"
+    )

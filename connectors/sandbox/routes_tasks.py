@@ -5,16 +5,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from connectors.sandbox.http import (
-    ApiError,
-    get_sandbox,
-    json_response,
-    paginate,
-)
-from connectors.sandbox.reads import (
-    Json,
-    ReadRoutes,
-)
+from connectors.sandbox.http import ApiError, get_sandbox, json_response, paginate
+from connectors.sandbox.reads import Json, ReadRoutes
 
 READS = ReadRoutes()
 
