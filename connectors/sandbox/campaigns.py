@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from connectors.sandbox.campaign_rules import CHECKERS, FIELD_RULES, CampaignContext
-from connectors.sandbox.fieldcheck import REQUIRED, FieldErrors, check_unknown, require
+from connectors.sandbox.fieldcheck import REQUIRED, FieldErrors, body_errors, require
 
 Operation = Literal["start", "pause", "stop"]
 
@@ -55,8 +55,7 @@ def validate_create(
     body: Mapping[str, Any], ctx: CampaignContext
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """Return ``(config, {})`` with defaults applied, or ``(None, field_errors)``."""
-    errs = FieldErrors()
-    check_unknown(errs, "", body, CONFIG_FIELDS)
+    errs = body_errors(body, CONFIG_FIELDS)
     for key in PATCH_ONLY:
         if key in body:
             errs.errors[key] = ["is only accepted on update"]
@@ -75,8 +74,7 @@ def validate_patch(
     campaign's status forbids updates (checked first: the state outranks the body)."""
     if current.get("status") in NOT_PATCHABLE:
         raise CampaignConflict(str(current.get("status")))
-    errs = FieldErrors()
-    check_unknown(errs, "", body, CONFIG_FIELDS)
+    errs = body_errors(body, CONFIG_FIELDS)
     given = _normalize(errs, body, ctx)
     merged = {**_with_defaults(current), **given}
     _cross_checks(errs, merged, body)

@@ -156,6 +156,13 @@ def check_unknown(
             errs.add(join(prefix, key), UNKNOWN)
 
 
+def body_errors(body: Mapping[str, Any], allowed: Collection[str]) -> FieldErrors:
+    """The field errors of a request body, starting with the fields it may not have."""
+    errs = FieldErrors()
+    check_unknown(errs, "", body, allowed)
+    return errs
+
+
 def require(errs: FieldErrors, prefix: str, body: Mapping[str, Any], key: str) -> bool:
     if key in body:
         return True
@@ -169,3 +176,22 @@ def require_all(
     """Like :func:`require`, but reports every missing key, not just the first."""
     missing = [key for key in keys if not require(errs, prefix, body, key)]
     return not missing
+
+
+def check_string_fields(
+    errs: FieldErrors, path: str, value: Any, keys: Collection[str], *, required: bool
+) -> None:
+    """An object of string fields: only ``keys``, all of them when ``required``."""
+    if not check_type(errs, path, value, "object"):
+        return
+    check_unknown(errs, path, value, keys)
+    for key in keys:
+        present = require(errs, path, value, key) if required else key in value
+        if present:
+            check_type(errs, join(path, key), value[key], "string")
+
+
+def require_phone(errs: FieldErrors, body: Mapping[str, Any], key: str = "phone_number") -> None:
+    """A required top-level E.164 number (every write that reaches a contact has one)."""
+    if require(errs, "", body, key):
+        check_phone(errs, key, body[key])

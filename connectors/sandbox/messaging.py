@@ -28,8 +28,9 @@ from connectors.sandbox.fieldcheck import (
     MISSING_REF,
     PHONE_RE,
     FieldErrors,
+    body_errors,
     check_enum,
-    check_phone,
+    check_string_fields,
     check_type,
     check_unknown,
     check_uuid,
@@ -37,6 +38,7 @@ from connectors.sandbox.fieldcheck import (
     join,
     require,
     require_all,
+    require_phone,
 )
 from models.timestamps import iso_ms
 
@@ -72,10 +74,8 @@ def validate_sms(
     sender_ids: Collection[str],
 ) -> tuple[SmsRequest | None, dict[str, list[str]]]:
     """Every rule of the spec's SMS table; returns the request or field errors."""
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("phone_number", "message", "sender_id", "source"))
-    if require(errs, "", body, "phone_number"):
-        check_phone(errs, "phone_number", body["phone_number"])
+    errs = body_errors(body, ("phone_number", "message", "sender_id", "source"))
+    require_phone(errs, body)
     text, canned = "", None
     if require(errs, "", body, "message"):
         text, canned = _sms_message(errs, body["message"], canned_messages)
@@ -85,7 +85,7 @@ def validate_sms(
         _sender_id(errs, sender, sender_ids)
     source = body.get("source")
     if "source" in body:
-        _source(errs, source)
+        check_string_fields(errs, "source", source, ("system", "account_id"), required=True)
     if errs:
         return None, errs.errors
     return SmsRequest(body["phone_number"], text, sender, canned, source), {}
@@ -148,15 +148,6 @@ def _sender_id(errs: FieldErrors, sender: Any, sender_ids: Collection[str]) -> N
         )
     elif sender not in sender_ids:
         errs.add("sender_id", "is not a sender ID of this contact center")
-
-
-def _source(errs: FieldErrors, source: Any) -> None:
-    if not check_type(errs, "source", source, "object"):
-        return
-    check_unknown(errs, "source", source, ("system", "account_id"))
-    for key in ("system", "account_id"):
-        if require(errs, "source", source, key):
-            check_type(errs, join("source", key), source[key], "string")
 
 
 def render_template(template: str, params: Mapping[str, Any]) -> str:
@@ -242,10 +233,8 @@ def sms_cdr(
 def validate_conversation(
     body: Mapping[str, Any], *, user_ids: Collection[str]
 ) -> dict[str, list[str]]:
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("phone_number", "channel", "user_id", "message"))
-    if require(errs, "", body, "phone_number"):
-        check_phone(errs, "phone_number", body["phone_number"])
+    errs = body_errors(body, ("phone_number", "channel", "user_id", "message"))
+    require_phone(errs, body)
     if require(errs, "", body, "channel"):
         check_enum(errs, "channel", body["channel"], CONVERSATION_CHANNELS)
     _optional_user(errs, body, user_ids)
@@ -255,8 +244,7 @@ def validate_conversation(
 
 
 def validate_message(body: Mapping[str, Any], *, user_ids: Collection[str]) -> dict[str, list[str]]:
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("content_type", "content_data", "user_id"))
+    errs = body_errors(body, ("content_type", "content_data", "user_id"))
     _optional_user(errs, body, user_ids)
     _message_content(errs, "", body, text_only=False)
     return errs.errors

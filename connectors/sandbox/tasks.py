@@ -19,13 +19,12 @@ from typing import Any, Final
 
 from connectors.sandbox.fieldcheck import (
     MISSING_REF,
-    FieldErrors,
-    check_phone,
+    body_errors,
     check_timestamp,
     check_type,
-    check_unknown,
     check_uuid,
     require,
+    require_phone,
 )
 from models.timestamps import iso_ms
 
@@ -40,10 +39,8 @@ def validate_callback(
     queue_ids: Collection[int],
 ) -> tuple[datetime | None, dict[str, list[str]]]:
     """Returns the parsed ``scheduled_at`` or field errors."""
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("phone_number", "scheduled_at", "user_id", "queue_id", "note"))
-    if require(errs, "", body, "phone_number"):
-        check_phone(errs, "phone_number", body["phone_number"])
+    errs = body_errors(body, ("phone_number", "scheduled_at", "user_id", "queue_id", "note"))
+    require_phone(errs, body)
     when = None
     if require(errs, "", body, "scheduled_at"):
         when = check_timestamp(errs, "scheduled_at", body["scheduled_at"])

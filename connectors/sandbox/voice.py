@@ -17,14 +17,13 @@ from typing import Any, Final
 
 from connectors.sandbox.fieldcheck import (
     MISSING_REF,
-    FieldErrors,
+    body_errors,
     check_phone,
-    check_type,
-    check_unknown,
+    check_string_fields,
     check_uuid,
     is_int,
-    join,
     require,
+    require_phone,
 )
 from models.timestamps import iso_ms
 
@@ -54,10 +53,8 @@ _COUNTRY_BY_PREFIX: Final = {
 def validate_start(
     body: Mapping[str, Any], *, active_user_ids: Collection[str]
 ) -> dict[str, list[str]]:
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("phone_number", "user_id", "caller_id", "source"))
-    if require(errs, "", body, "phone_number"):
-        check_phone(errs, "phone_number", body["phone_number"])
+    errs = body_errors(body, ("phone_number", "user_id", "caller_id", "source"))
+    require_phone(errs, body)
     if (
         require(errs, "", body, "user_id")
         and check_uuid(errs, "user_id", body["user_id"])
@@ -66,20 +63,15 @@ def validate_start(
         errs.add("user_id", MISSING_REF)
     if "caller_id" in body:  # optional means absent: null is no phone number
         check_phone(errs, "caller_id", body["caller_id"])
-    source: Any = body.get("source")
-    if "source" in body and check_type(errs, "source", source, "object"):
-        check_unknown(errs, "source", source, ("account_id", "name"))
-        for key in ("account_id", "name"):
-            if key in source:
-                check_type(errs, join("source", key), source[key], "string")
+    if "source" in body:
+        check_string_fields(errs, "source", body["source"], ("account_id", "name"), required=False)
     return errs.errors
 
 
 def validate_hangup(body: Mapping[str, Any]) -> dict[str, list[str]]:
     """user_id is the agent's id: the spec types it as a UUID string and as an integer, so
     both types pass here; only the Users resource's UUID of the call's agent then matches."""
-    errs = FieldErrors()
-    check_unknown(errs, "", body, ("user_id",))
+    errs = body_errors(body, ("user_id",))
     if require(errs, "", body, "user_id") and not is_int(body["user_id"]):
         check_uuid(errs, "user_id", body["user_id"])
     return errs.errors
