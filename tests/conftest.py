@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.reliability.conftest import LEDGER_KEY, Ledger, summary_line
+from tests.support.clock import TestClock
 
 # Modules that share one `dagster dev` (tests/pipelines/_dagster_dev.shared_dagster_dev).
 SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
@@ -21,6 +22,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
         group = "shared_dagster_dev" if module in SHARED_DAGSTER_DEV else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(scope="session")
+def clock() -> TestClock:
+    """The session's "now", read once: the sandboxes are frozen at it, the days derive from it."""
+    return TestClock.read()
 
 
 # The reliability figures of every worker, merged for one summary line.

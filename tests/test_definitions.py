@@ -6,45 +6,7 @@ import dagster as dg
 
 from pipelines.definitions import build_defs, defs, defs_from_env, resources_from_env
 from pipelines.resources import ContactCenterResource, WarehouseResource
-
-CDR_ASSETS = {
-    "raw_cdrs",
-    "cdrs",
-    "cdr_calls",
-    "cdr_conversations",
-    "cdr_sms",
-    "cdr_hlr_lookups",
-    "cdr_quarantine",
-}
-# The per-day reporting aggregates, downstream of the typed CDR tables (same partitions).
-AGG_ASSETS = {
-    "agg_daily_volume",
-    "agg_agent_performance",
-    "agg_queue_service",
-    "agg_campaign_outcomes",
-    "agg_cost_daily",
-    "agg_sms_delivery",
-}
-SNAPSHOT_ASSETS = {
-    "users",
-    "user_teams",
-    "user_supervised_teams",
-    "user_queues",
-    "user_supervised_queues",
-    "user_skills",
-    "queues",
-    "queue_members",
-    "queue_supervisors",
-    "skills",
-    "teams",
-    "team_members",
-    "team_supervisors",
-    "campaigns",
-    "numbers",
-    "caller_id_groups",
-    "balance_snapshots",
-}
-REPORT_ASSETS = {"contact_center_report"}
+from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
 
 
 def test_definitions_load_and_pin_asset_keys() -> None:

@@ -32,7 +32,8 @@ from typing import Any
 import httpx
 import psycopg2
 
-from tests.pipelines._dagster_dev import REPO_ROOT, free_port
+from tests.pipelines._dagster_dev import REPO_ROOT
+from tests.support.ports import free_port
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
 PG_USER = "dagster"

@@ -13,22 +13,26 @@ from models.tables import TABLES
 from pipelines.catalog import LINEAGE_TABLES, OwnersError, parse_owners
 from pipelines.definitions import build_defs, defs_from_env
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.pipelines.test_freshness import FIRST_DAY, YESTERDAY
+from tests.support.clock import TestClock
 from warehouse.dictionary import DOC_PATH
 
 LAKE = "s3://acme-data/cdrhouse/lake"
 
 
-def _graph(data_dir: Path, lake_uri: str | None = None) -> dg.AssetGraph:
-    defs = build_defs(
+# Days of sandbox data before the session's today (the lineage test lands yesterday).
+HISTORY_DAYS = 6
+
+
+def _defs(clock: TestClock, data_dir: Path, lake_uri: str | None = None) -> dg.Definitions:
+    first_day = clock.days_ago(HISTORY_DAYS)
+    return build_defs(
         contact_center=ContactCenterResource(
-            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=FIRST_DAY.isoformat()
+            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=first_day.isoformat()
         ),
         warehouse=WarehouseResource(data_dir=str(data_dir), lake_uri=lake_uri),
-        start_date=FIRST_DAY,
+        start_date=first_day,
         retry_policy=dg.RetryPolicy(max_retries=0),
     )
-    return defs.resolve_asset_graph()
 
 
 def _dictionary_rows() -> dict[str, dict[str, tuple[str, str]]]:
@@ -44,9 +48,9 @@ def _dictionary_rows() -> dict[str, dict[str, tuple[str, str]]]:
 
 
 def test_every_table_asset_carries_its_described_columns_name_and_location(
-    tmp_path: Path,
+    tmp_path: Path, clock: TestClock
 ) -> None:
-    graph = _graph(tmp_path, LAKE)
+    graph = _defs(clock, tmp_path, LAKE).resolve_asset_graph()
     dictionary = _dictionary_rows()
     tables = [
         key for key in graph.get_all_asset_keys() if key.to_user_string() != "contact_center_report"
@@ -78,8 +82,11 @@ def test_every_table_asset_carries_its_described_columns_name_and_location(
         assert graph.get(key).owners == ["team:cdrhouse"], name
 
 
-def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(tmp_path: Path) -> None:
-    graph = _graph(tmp_path)
+def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(
+    tmp_path: Path, clock: TestClock
+) -> None:
+    defs = _defs(clock, tmp_path)
+    graph = defs.resolve_asset_graph()
     lineage_paths: dict[str, set[str]] = {}
     for name in LINEAGE_TABLES:
         lineage = graph.get(dg.AssetKey(name)).metadata["dagster/column_lineage"]
@@ -94,16 +101,9 @@ def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(tmp_path
     assert all(p.startswith("record.") for p in paths), paths
 
     # Land one real sandbox day; each path must be a field of some raw record.
-    defs = build_defs(
-        contact_center=ContactCenterResource(
-            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=FIRST_DAY.isoformat()
-        ),
-        warehouse=WarehouseResource(data_dir=str(tmp_path)),
-        start_date=FIRST_DAY,
-    )
     with dg.DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("cdr_daily").execute_in_process(
-            partition_key=YESTERDAY.isoformat(), instance=instance
+            partition_key=clock.days_ago(1).isoformat(), instance=instance
         )
     assert result.success
     glob = str(tmp_path / "lake" / "raw_cdrs" / "*" / "*.parquet")

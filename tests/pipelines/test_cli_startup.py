@@ -11,14 +11,14 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.support.clock import FAR_FUTURE
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("dagster", "polars", "duckdb", "pyarrow")
-TOMORROW = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
 
 _RUN_MAIN = """
 import contextlib, io, json, sys
@@ -93,10 +93,10 @@ CASES = {
         "cdrhouse: error: --end 2026-11-01 must be after --start 2026-11-02",
     ),
     "end-beyond-today": (
-        ["ingest", "--start", "2026-11-01", "--end", TOMORROW],
+        ["ingest", "--start", "2026-11-01", "--end", FAR_FUTURE],
         {"CC_API_BASE_URL": "sandbox"},
         2,
-        f"cdrhouse: error: --end {TOMORROW} is beyond today",
+        f"cdrhouse: error: --end {FAR_FUTURE} is beyond today",
     ),
     "bad-days": (["demo", "--days", "many"], {}, 2, "argument --days: invalid int value"),
 }

@@ -4,51 +4,43 @@ Faults come from the sandbox itself (5xx from the Nth CDR request on, a wrong me
 corrupt records), never from patching our code.
 """
 
-from datetime import timedelta
-from pathlib import Path
+from datetime import date
 
 import dagster as dg
+import pytest
 
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from pipelines.assets import api_retry_policy
 from pipelines.cli import run_ingest
 from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.pipelines.conftest import (
-    FIRST_DAY,
-    SEED,
-    TODAY,
-    ServedSandbox,
-    evaluate_failure_sensor,
-    read_table,
-)
+from tests.pipelines.conftest import HISTORY_DAYS, SEED, evaluate_failure_sensor
+from tests.support.clock import TestClock
+from tests.support.lake import lake_files, read_table
+from tests.support.served import ServedSandbox
 
-DAY = TODAY - timedelta(days=5)
 CDRS_PATH = "/api/v4/reporting/cdrs"
 
 
-def _lake_files(data_dir: Path) -> dict[str, bytes]:
-    lake = data_dir / "lake"
-    return {
-        str(p.relative_to(lake)): p.read_bytes()
-        for p in sorted(lake.rglob("*"))
-        if p.is_file() and "_tmp" not in p.parts
-    }
+@pytest.fixture
+def day(clock: TestClock) -> date:
+    """The day each test ingests: complete, inside the sandbox's data."""
+    return clock.days_ago(5)
 
 
 def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
-    clean_faults: ServedSandbox, tmp_path
+    clean_faults: ServedSandbox, day: date, tmp_path
 ) -> None:
     served = clean_faults
-    defs = served.defs(tmp_path, max_retries=1)
+    defs = served.defs(tmp_path, step_retries=1)
     with dg.DagsterInstance.ephemeral() as instance:
         ok = run_ingest(
-            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+            defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
         )
         assert ok.success
-        before = _lake_files(tmp_path)
+        before = lake_files(tmp_path)
         cdrs_before = read_table(tmp_path, "cdrs")
-        assert cdrs_before.height == served.api_total(DAY)
+        assert cdrs_before.height == served.api_total(day)
 
         # Every CDR request after the 6th fails with 5xx: the fetch dies half-way, twice (the
         # step retry runs into the same wall), and the client's own retries are exhausted.
@@ -56,7 +48,7 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
             error_5xx_rate=1.0, after_requests=6, paths=(CDRS_PATH,)
         )
         failed = run_ingest(
-            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+            defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
         )
         assert not failed.success
         assert failed.runs[0].failure is not None
@@ -65,7 +57,7 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
         assert len(failed.runs[0].retries) == 1
         assert "raw_cdrs" in failed.runs[0].retries[0]
         # The previous partition is whole, byte for byte, and no temp file is left behind.
-        assert _lake_files(tmp_path) == before
+        assert lake_files(tmp_path) == before
         tmp_dir = tmp_path / "lake" / "_tmp"
         assert not tmp_dir.exists() or not any(tmp_dir.iterdir())
         assert read_table(tmp_path, "cdrs").equals(cdrs_before)
@@ -76,7 +68,7 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
         import json
 
         summary = json.loads(summaries[0].read_text())
-        assert summary["partition"] == DAY.isoformat()
+        assert summary["partition"] == day.isoformat()
         step = summary["failed_steps"][0]
         assert step["step"] == "raw_cdrs"
         assert step["error_class"] == "ServerError"
@@ -87,16 +79,16 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
             (tmp_path / "failures" / f"{summary['run_id']}.json").read_text()
         )
         assert sensor_summary["failed_steps"][0]["error_class"] == "ServerError"
-        assert sensor_summary["partition"] == DAY.isoformat()
+        assert sensor_summary["partition"] == day.isoformat()
 
         served.sandbox.faults = FaultConfig()
         again = run_ingest(
-            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+            defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
         )
         assert again.success
-        assert _lake_files(tmp_path).keys() == before.keys()
+        assert lake_files(tmp_path).keys() == before.keys()
         assert read_table(tmp_path, "cdrs").equals(cdrs_before)
-        truth = served.sandbox.truth_cdrs(*_window(DAY))
+        truth = served.sandbox.truth_cdrs(*_window(day))
         assert set(read_table(tmp_path, "cdrs")["id"].to_list()) == set(truth)
 
 
@@ -106,13 +98,15 @@ def _window(day):
     return partition_window(day.isoformat())
 
 
-def test_row_count_check_blocks_on_a_wrong_api_total(clean_faults: ServedSandbox, tmp_path) -> None:
+def test_row_count_check_blocks_on_a_wrong_api_total(
+    clean_faults: ServedSandbox, day: date, tmp_path
+) -> None:
     served = clean_faults
     served.sandbox.faults = FaultConfig(total_mismatch=1, paths=(CDRS_PATH,))
     defs = served.defs(tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:
         report = run_ingest(
-            defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+            defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
         )
     line = report.runs[0]
     assert not report.success
@@ -121,13 +115,15 @@ def test_row_count_check_blocks_on_a_wrong_api_total(clean_faults: ServedSandbox
     assert "cdrs" not in line.rows
 
 
-def test_quarantine_check_fails_on_corrupt_records(clean_faults: ServedSandbox, tmp_path) -> None:
+def test_quarantine_check_fails_on_corrupt_records(
+    clean_faults: ServedSandbox, day: date, tmp_path
+) -> None:
     served = clean_faults
     served.sandbox.faults = FaultConfig(corrupt_rate=0.05, paths=(CDRS_PATH,))
     defs = served.defs(tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def(CDR_JOB).execute_in_process(
-            partition_key=DAY.isoformat(), instance=instance, raise_on_error=False
+            partition_key=day.isoformat(), instance=instance, raise_on_error=False
         )
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     quarantine = checks["cdr_quarantine_empty"]
@@ -144,13 +140,16 @@ def test_quarantine_check_fails_on_corrupt_records(clean_faults: ServedSandbox, 
     assert raw == cdrs_rows + quarantined
 
 
-def test_fatal_errors_fail_at_once_and_say_what_to_fix(tmp_path) -> None:
+def test_fatal_errors_fail_at_once_and_say_what_to_fix(
+    clock: TestClock, day: date, tmp_path
+) -> None:
     # A key without the CDR scope: 403 must not be retried, and the message names the scope.
+    first_day = clock.days_ago(HISTORY_DAYS)
     config = SandboxConfig(
         seed=SEED,
         cdrs_per_day=50,
-        start_date=FIRST_DAY,
-        days=11,
+        start_date=first_day,
+        days=HISTORY_DAYS + 1,
         api_keys={"narrow-key": frozenset({"users.read"})},
     )
     with Sandbox(config).serve() as handle:
@@ -161,12 +160,12 @@ def test_fatal_errors_fail_at_once_and_say_what_to_fix(tmp_path) -> None:
             defs = build_defs(
                 contact_center=ContactCenterResource(base_url=handle.base_url, api_key=key),
                 warehouse=WarehouseResource(data_dir=str(tmp_path)),
-                start_date=FIRST_DAY,
+                start_date=first_day,
                 retry_policy=api_retry_policy(max_retries=3, delay_s=30.0),
             )
             with dg.DagsterInstance.ephemeral() as instance:
                 report = run_ingest(
-                    defs, [DAY.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+                    defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
                 )
             line = report.runs[0]
             assert not line.success

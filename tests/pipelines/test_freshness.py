@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dagster as dg
 import pytest
@@ -17,23 +17,39 @@ import pytest
 from pipelines.definitions import build_defs
 from pipelines.freshness import FRESHNESS_CHECK, FRESHNESS_JOB, due_day
 from pipelines.resources import ContactCenterResource, WarehouseResource
-
-TODAY = datetime.now(UTC).date()
-YESTERDAY = TODAY - timedelta(days=1)
-OLDER = TODAY - timedelta(days=4)
-FIRST_DAY = TODAY - timedelta(days=6)
-AFTER_DEADLINE = datetime.combine(TODAY, time(4, 0), tzinfo=UTC)
+from tests.support.clock import TestClock
 
 
-def _defs(data_dir: Path, base_url: str | None = "sandbox") -> dg.Definitions:
+class Days(NamedTuple):
+    """The days of these tests, from the session's clock."""
+
+    today: date
+    yesterday: date
+    older: date
+    first_day: date
+    after_deadline: datetime
+
+
+@pytest.fixture
+def days(clock: TestClock) -> Days:
+    return Days(
+        today=clock.today,
+        yesterday=clock.days_ago(1),
+        older=clock.days_ago(4),
+        first_day=clock.days_ago(6),
+        after_deadline=clock.at(clock.today, 4),
+    )
+
+
+def _defs(data_dir: Path, first_day: date, base_url: str | None = "sandbox") -> dg.Definitions:
     return build_defs(
         contact_center=ContactCenterResource(
             base_url=base_url,
             sandbox_cdrs_per_day=200,
-            sandbox_start_date=FIRST_DAY.isoformat(),
+            sandbox_start_date=first_day.isoformat(),
         ),
         warehouse=WarehouseResource(data_dir=str(data_dir)),
-        start_date=FIRST_DAY,
+        start_date=first_day,
         retry_policy=dg.RetryPolicy(max_retries=0),
     )
 
@@ -66,56 +82,63 @@ def instance() -> Any:
         yield inst
 
 
-def test_due_day_is_yesterday_only_after_the_nightly_deadline() -> None:
-    assert due_day(AFTER_DEADLINE) == YESTERDAY
-    assert due_day(datetime.combine(TODAY, time(3, 0), tzinfo=UTC)) == YESTERDAY
+def test_due_day_is_yesterday_only_after_the_nightly_deadline(days: Days) -> None:
+    today, yesterday, after_deadline = days.today, days.yesterday, days.after_deadline
+    assert due_day(after_deadline) == yesterday
+    assert due_day(datetime.combine(today, time(3, 0), tzinfo=UTC)) == yesterday
     # Before 03:00 UTC yesterday is not due yet: the day before it is.
-    assert due_day(datetime.combine(TODAY, time(2, 59), tzinfo=UTC)) == YESTERDAY - timedelta(1)
+    assert due_day(datetime.combine(today, time(2, 59), tzinfo=UTC)) == yesterday - timedelta(1)
 
 
 def test_backfilled_older_day_does_not_hide_a_missing_yesterday(
-    tmp_path: Path, instance: dg.DagsterInstance
+    tmp_path: Path, instance: dg.DagsterInstance, days: Days
 ) -> None:
-    defs = _defs(tmp_path)
-    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    today, yesterday, older, after_deadline = (
+        days.today,
+        days.yesterday,
+        days.older,
+        days.after_deadline,
+    )
+    defs = _defs(tmp_path, days.first_day)
+    passed, why, meta = _check(defs, instance, after_deadline)
     assert not passed
     assert meta["status"] == "missing"
 
     # An older day is backfilled: the asset was just materialized, so a per-asset freshness
     # policy sees it fresh. The partition-aware check still fails, naming yesterday.
-    assert _materialize(defs, instance, OLDER)
-    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert _materialize(defs, instance, older)
+    passed, why, meta = _check(defs, instance, after_deadline)
     assert not passed, why
-    assert meta["due_partition"] == YESTERDAY.isoformat()
+    assert meta["due_partition"] == yesterday.isoformat()
     assert meta["status"] == "missing"
-    assert meta["newest_materialized_partition"] == OLDER.isoformat()
-    assert f"{YESTERDAY} has not been materialized" in why
-    assert f"the newest day that landed is {OLDER}" in why
+    assert meta["newest_materialized_partition"] == older.isoformat()
+    assert f"{yesterday} has not been materialized" in why
+    assert f"the newest day that landed is {older}" in why
 
     # Yesterday's run fails (no API configured): still failing, now saying it failed.
-    assert not _materialize(_defs(tmp_path, base_url=None), instance, YESTERDAY)
-    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert not _materialize(_defs(tmp_path, days.first_day, base_url=None), instance, yesterday)
+    passed, why, meta = _check(defs, instance, after_deadline)
     assert not passed
     assert meta["status"] == "failed"
-    assert f"the latest run of {YESTERDAY} failed" in why
+    assert f"the latest run of {yesterday} failed" in why
 
     # Yesterday lands: the check passes as of the same clock.
-    assert _materialize(defs, instance, YESTERDAY)
-    passed, why, meta = _check(defs, instance, AFTER_DEADLINE)
+    assert _materialize(defs, instance, yesterday)
+    passed, why, meta = _check(defs, instance, after_deadline)
     assert passed, why
     assert meta["status"] == "materialized"
-    assert meta["newest_materialized_partition"] == YESTERDAY.isoformat()
+    assert meta["newest_materialized_partition"] == yesterday.isoformat()
 
     # A day later (the clock moves past the next deadline) today's partition is due and missing.
-    passed, _, meta = _check(defs, instance, AFTER_DEADLINE + timedelta(days=1))
+    passed, _, meta = _check(defs, instance, after_deadline + timedelta(days=1))
     assert not passed
-    assert meta["due_partition"] == TODAY.isoformat()
+    assert meta["due_partition"] == today.isoformat()
 
 
-def test_the_schedule_evaluates_the_check_as_of_its_tick(tmp_path: Path) -> None:
-    defs = _defs(tmp_path)
+def test_the_schedule_evaluates_the_check_as_of_its_tick(tmp_path: Path, days: Days) -> None:
+    defs = _defs(tmp_path, days.first_day)
     schedule = defs.get_repository_def().get_schedule_def("cdr_freshness_hourly")
-    tick = datetime.combine(TODAY, time(3, 5), tzinfo=UTC)
+    tick = datetime.combine(days.today, time(3, 5), tzinfo=UTC)
     with dg.DagsterInstance.ephemeral() as instance:
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)
         requests = schedule.evaluate_tick(context).run_requests or []

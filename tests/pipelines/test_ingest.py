@@ -5,20 +5,27 @@ CDR ids in DuckDB equal the API's metadata.total, the per-type tables add up to 
 snapshot table is non-empty, and a second run over the same range leaves identical tables.
 """
 
-from datetime import timedelta
+from collections.abc import Iterator
+from datetime import date, timedelta
 from typing import Any
 
 import duckdb
 import polars as pl
 import pytest
 
+from connectors.sandbox import Sandbox
 from models.tables import CDR_TABLES, SNAPSHOT_TABLES, TYPE_TABLES
-from pipelines.cli import main
+from pipelines.cli import CliError, main, validate_range
 from pipelines.partitions import DEFAULT_START_DATE, partition_window
 from pipelines.resources import ContactCenterResource
-from tests.pipelines.conftest import TODAY, ServedSandbox, read_table
+from tests.support.clock import FAR_FUTURE, TestClock
+from tests.support.lake import read_table
+from tests.support.served import ServedSandbox
 
-DAYS = [TODAY - timedelta(days=n) for n in (4, 3, 2)]
+
+@pytest.fixture
+def days(clock: TestClock) -> list[date]:
+    return [clock.days_ago(n) for n in (4, 3, 2)]
 
 
 def _cdr_counts(data_dir) -> dict[str, tuple[int, int]]:
@@ -44,25 +51,25 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
 
 
 def test_ingest_three_days_matches_the_api_and_is_idempotent(
-    clean_faults: ServedSandbox, tmp_path, capsys
+    clean_faults: ServedSandbox, days: list[date], tmp_path, capsys
 ) -> None:
     env = clean_faults.env(tmp_path)
     argv = [
         "ingest",
         "--start",
-        DAYS[0].isoformat(),
+        days[0].isoformat(),
         "--end",
-        (DAYS[-1] + timedelta(1)).isoformat(),
+        (days[-1] + timedelta(1)).isoformat(),
     ]
     assert main(argv, env=env) == 0
     out = capsys.readouterr().out
     # The progress display: one line per partition, then the snapshots.
-    for day in DAYS:
+    for day in days:
         assert f"ok   {day.isoformat()}" in out
     assert "ok   snapshots" in out
 
     counts = _cdr_counts(tmp_path)
-    for day in DAYS:
+    for day in days:
         total = clean_faults.api_total(day)
         assert total > 0
         assert counts[day.isoformat()] == (total, total), day
@@ -72,7 +79,7 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
         for kind, spec in TYPE_TABLES.items():
             (rows,) = _one(con, f"select count(*) from {spec.name}")
             assert rows == by_type.get(kind, 0), spec.name
-        assert sum(by_type.values()) == sum(counts[d.isoformat()][0] for d in DAYS)
+        assert sum(by_type.values()) == sum(counts[d.isoformat()][0] for d in days)
         (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
         assert quarantined == 0
         for spec in SNAPSHOT_TABLES:
@@ -86,22 +93,40 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
         assert frame.equals(second[name]), f"{name} changed on a re-run"
 
 
-def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(tmp_path, capsys) -> None:
-    env = {
-        "CC_API_BASE_URL": "sandbox",
-        "CDRHOUSE_DATA_DIR": str(tmp_path),
-        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
-    }
-    day = TODAY - timedelta(days=1)
-    argv = ["ingest", "--start", day.isoformat(), "--end", TODAY.isoformat(), "--no-snapshots"]
-    assert main(argv, env=env) == 0
-    assert "bundled sandbox" in capsys.readouterr().out
-    # The CLI's sandbox is the process-wide one for this shape: ask it what it serves.
+@pytest.fixture
+def bundled_sandbox(clock: TestClock) -> Iterator[Sandbox]:
+    """The CLI's sandbox for `CC_API_BASE_URL=sandbox` (process-wide for its shape), frozen at
+    the session's clock while the test runs, so its truth and the ingest see the same calls."""
     sandbox = ContactCenterResource(
         base_url="sandbox",
         sandbox_cdrs_per_day=300,
         sandbox_start_date=DEFAULT_START_DATE.isoformat(),
     ).sandbox()
+    clock.freeze(sandbox)
+    yield sandbox
+    sandbox.clock.set(None)
+
+
+def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(
+    bundled_sandbox: Sandbox, clock: TestClock, tmp_path, capsys
+) -> None:
+    env = {
+        "CC_API_BASE_URL": "sandbox",
+        "CDRHOUSE_DATA_DIR": str(tmp_path),
+        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+    }
+    day = clock.days_ago(1)
+    argv = [
+        "ingest",
+        "--start",
+        day.isoformat(),
+        "--end",
+        clock.today.isoformat(),
+        "--no-snapshots",
+    ]
+    assert main(argv, env=env) == 0
+    assert "bundled sandbox" in capsys.readouterr().out
+    sandbox = bundled_sandbox
     truth = sandbox.truth_cdrs(*partition_window(day.isoformat()))
     assert len(truth) > 0
     assert _cdr_counts(tmp_path)[day.isoformat()] == (len(truth), len(truth))
@@ -113,8 +138,7 @@ def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(tmp_path, capsys) 
         ("2026-13-01", "2026-11-02", "is not a date"),
         ("2026-11-05", "2026-11-05", "must be after --start"),
         ("2026-11-05", "2026-11-01", "must be after --start"),
-        # Two days ahead: TODAY is taken at import, and the suite may cross midnight UTC.
-        ("2026-11-01", (TODAY + timedelta(days=2)).isoformat(), "beyond today"),
+        ("2026-11-01", FAR_FUTURE, "beyond today"),
     ],
     ids=["bad-date", "empty-range", "end-before-start", "beyond-today"],
 )
@@ -129,3 +153,11 @@ def test_ingest_rejects_bad_ranges_with_a_clear_message(
     assert message in err
     assert "Traceback" not in err
     assert not (tmp_path / "lake").exists()
+
+
+def test_the_latest_end_is_today(clock: TestClock) -> None:
+    """The boundary of "beyond today", on the injected date rather than the wall clock."""
+    start = clock.days_ago(3)
+    validate_range(start, clock.today, clock.today)
+    with pytest.raises(CliError, match="beyond today"):
+        validate_range(start, clock.today + timedelta(days=1), clock.today)

@@ -7,47 +7,52 @@ Dagster run launched directly (the step fails once, without retries).
 """
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
 
-from connectors.sandbox import Sandbox, SandboxConfig
+from connectors.sandbox import SandboxConfig
 from pipelines.assets import api_retry_policy
 from pipelines.cli import main
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.pipelines.conftest import FIRST_DAY, TODAY, ServedSandbox
+from tests.support.clock import TestClock
+from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
-
-DAY = TODAY - timedelta(days=2)
 
 
 @pytest.fixture(scope="module")
-def cluster_b() -> Iterator[ServedSandbox]:
+def cluster_b(served: ServedSandbox, clock: TestClock) -> Iterator[ServedSandbox]:
     """A second cluster: another sandbox (another seed) on another port."""
-    sandbox = Sandbox(SandboxConfig(seed=99, cdrs_per_day=50, start_date=FIRST_DAY, days=11))
-    with sandbox.serve() as handle:
-        yield ServedSandbox(sandbox, handle.base_url)
+    config = SandboxConfig(seed=99, cdrs_per_day=50, start_date=served.first_day, days=11)
+    with serve_sandbox(config, clock) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def day(clock: TestClock) -> date:
+    """The day every case ingests: complete, inside every source's data."""
+    return clock.days_ago(2)
 
 
 def _host(served: ServedSandbox) -> str:
     return served.base_url.split("://", 1)[1]
 
 
-def _sandbox_env(data_dir: Path) -> dict[str, str]:
+def _sandbox_env(data_dir: Path, first_day: date) -> dict[str, str]:
     return {
         "CC_API_BASE_URL": "sandbox",
         "CDRHOUSE_DATA_DIR": str(data_dir),
-        "CDRHOUSE_START_DATE": FIRST_DAY.isoformat(),
+        "CDRHOUSE_START_DATE": first_day.isoformat(),
         "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "50",
     }
 
 
-def _ingest(env: dict[str, str]) -> int:
-    argv = ["ingest", "--start", DAY.isoformat(), "--end", (DAY + timedelta(1)).isoformat()]
+def _ingest(env: dict[str, str], day: date) -> int:
+    argv = ["ingest", "--start", day.isoformat(), "--end", (day + timedelta(1)).isoformat()]
     return main([*argv, "--no-snapshots"], env=env)
 
 
@@ -61,14 +66,14 @@ def _files(data_dir: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_provenance_is_recorded_per_partition_and_visible_in_the_warehouse(
-    served: ServedSandbox, tmp_path
+    served: ServedSandbox, day: date, tmp_path
 ) -> None:
-    assert _ingest(served.env(tmp_path)) == 0
+    assert _ingest(served.env(tmp_path), day) == 0
     lake = Lake((tmp_path / "lake").as_uri())
     assert lake.source() == _host(served)
-    assert lake.partition_source("raw_cdrs", f"date={DAY}") == _host(served)
+    assert lake.partition_source("raw_cdrs", f"date={day}") == _host(served)
     # The typed tables inherit the raw partition's source.
-    assert lake.partition_source("cdr_calls", f"date={DAY}") == _host(served)
+    assert lake.partition_source("cdr_calls", f"date={day}") == _host(served)
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute(
             "select table_name, partition_key, source, num_rows, written_at is not null "
@@ -77,9 +82,9 @@ def test_provenance_is_recorded_per_partition_and_visible_in_the_warehouse(
         info = con.execute("select lake_uri, source from lake_info").fetchall()
     by_table = {r[0]: r for r in rows}
     for table in ("raw_cdrs", "cdrs", "cdr_calls", "cdr_sms"):
-        assert by_table[table][1:3] == (f"date={DAY}", _host(served)), table
+        assert by_table[table][1:3] == (f"date={day}", _host(served)), table
         assert by_table[table][4] is True
-    assert by_table["raw_cdrs"][3] == served.api_total(DAY)
+    assert by_table["raw_cdrs"][3] == served.api_total(day)
     assert info == [(lake.uri, _host(served))]
 
 
@@ -92,20 +97,20 @@ def test_provenance_is_recorded_per_partition_and_visible_in_the_warehouse(
     ],
 )
 def test_mixing_sources_is_refused_before_anything_is_written(
-    served: ServedSandbox, cluster_b: ServedSandbox, tmp_path, capsys, first, second
+    served: ServedSandbox, cluster_b: ServedSandbox, day: date, tmp_path, capsys, first, second
 ) -> None:
     sources = {
-        "sandbox": (_sandbox_env(tmp_path), "sandbox:7"),
+        "sandbox": (_sandbox_env(tmp_path, served.first_day), "sandbox:7"),
         "cluster_a": (served.env(tmp_path), _host(served)),
         "cluster_b": (cluster_b.env(tmp_path), _host(cluster_b)),
     }
     env_first, name_first = sources[first]
     env_second, name_second = sources[second]
-    assert _ingest(env_first) == 0
+    assert _ingest(env_first, day) == 0
     before = _files(tmp_path)
     capsys.readouterr()
 
-    assert _ingest(env_second) == 2
+    assert _ingest(env_second, day) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert repr(name_first) in err, err
@@ -114,19 +119,19 @@ def test_mixing_sources_is_refused_before_anything_is_written(
 
 
 def test_a_dagster_run_into_another_sources_lake_fails_once_and_writes_nothing(
-    served: ServedSandbox, tmp_path
+    served: ServedSandbox, day: date, tmp_path
 ) -> None:
-    assert _ingest(_sandbox_env(tmp_path)) == 0
+    assert _ingest(_sandbox_env(tmp_path, served.first_day), day) == 0
     before = _files(tmp_path)
     defs = build_defs(
         contact_center=ContactCenterResource(
             base_url=served.base_url, api_key="sbx-full-access-key"
         ),
         warehouse=WarehouseResource(data_dir=str(tmp_path)),
-        start_date=FIRST_DAY,
+        start_date=served.first_day,
         retry_policy=api_retry_policy(max_retries=2, delay_s=0.1),
     )
-    for job, partition in ((CDR_JOB, DAY.isoformat()), (SNAPSHOT_JOB, None)):
+    for job, partition in ((CDR_JOB, day.isoformat()), (SNAPSHOT_JOB, None)):
         with dg.DagsterInstance.ephemeral() as instance:
             result = defs.resolve_job_def(job).execute_in_process(
                 partition_key=partition, raise_on_error=False, instance=instance
@@ -149,9 +154,9 @@ def test_a_dagster_run_into_another_sources_lake_fails_once_and_writes_nothing(
 
 
 def test_lake_reset_needs_yes_then_empties_the_lake_for_another_source(
-    served: ServedSandbox, tmp_path, capsys
+    served: ServedSandbox, day: date, tmp_path, capsys
 ) -> None:
-    assert _ingest(_sandbox_env(tmp_path)) == 0
+    assert _ingest(_sandbox_env(tmp_path, served.first_day), day) == 0
     env = served.env(tmp_path)
     before = _files(tmp_path)
     assert main(["lake", "reset"], env=env) == 2
@@ -162,5 +167,5 @@ def test_lake_reset_needs_yes_then_empties_the_lake_for_another_source(
     assert "source was sandbox:7" in capsys.readouterr().out
     assert Lake((tmp_path / "lake").as_uri()).source() is None
     assert not (tmp_path / "warehouse.duckdb").exists()
-    assert _ingest(env) == 0
+    assert _ingest(env, day) == 0
     assert Lake((tmp_path / "lake").as_uri()).source() == _host(served)

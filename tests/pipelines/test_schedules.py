@@ -7,6 +7,7 @@ import pytest
 
 from pipelines.definitions import build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
+from tests.support.keys import AGG_ASSETS, CDR_ASSETS
 
 
 def _defs(tmp_path, lookback_days: int = 3, start: date = date(2026, 10, 1)) -> dg.Definitions:
@@ -39,21 +40,7 @@ def test_nightly_runs_yesterday_plus_lookback_and_snapshots(tmp_path) -> None:
     # Every CDR run selects raw + normalized assets and the day's aggregates only; one extra run
     # takes the snapshots.
     for run in cdr_runs:
-        assert {k.to_user_string() for k in run.asset_selection or []} == {
-            "raw_cdrs",
-            "cdrs",
-            "cdr_calls",
-            "cdr_conversations",
-            "cdr_sms",
-            "cdr_hlr_lookups",
-            "cdr_quarantine",
-            "agg_daily_volume",
-            "agg_agent_performance",
-            "agg_queue_service",
-            "agg_campaign_outcomes",
-            "agg_cost_daily",
-            "agg_sms_delivery",
-        }
+        assert {k.to_user_string() for k in run.asset_selection or []} == CDR_ASSETS | AGG_ASSETS
     snapshot_runs = [r for r in requests if r.partition_key is None]
     assert len(snapshot_runs) == 1
     snap_keys = {k.to_user_string() for k in snapshot_runs[0].asset_selection or []}

@@ -15,29 +15,28 @@ import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import duckdb
 import pytest
 
-from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
+from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY
-from pipelines.assets import api_retry_policy
-from pipelines.definitions import CDR_JOB, build_defs
+from pipelines.definitions import CDR_JOB
 from pipelines.partitions import partition_window
-from pipelines.resources import ContactCenterResource, WarehouseResource
-from warehouse.lake import MARKER_FILE
+from tests.support.clock import TestClock
+from tests.support.lake import warehouse_rows
+from tests.support.served import ServedSandbox, serve_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED = 23
 CDRS_PER_DAY = 300
 PAGE_SIZE = 10
-TODAY = datetime.now(UTC).date()
-FIRST_DAY = TODAY - timedelta(days=12)
+# Partitions and sandbox data start this many days before the session's today.
+HISTORY_DAYS = 12
 CDRS_PATH = "/api/v4/reporting/cdrs"
 
 # A key that must never show up anywhere (it lacks the balance scope, so the snapshot run fails).
@@ -94,61 +93,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         }
 
 
-@dataclass
-class Served:
-    sandbox: Sandbox
-    base_url: str
-
-    def reset(self) -> None:
-        self.sandbox.faults = FaultConfig()
-        self.sandbox.clock.set(None)
-
-    def env(self, data_dir: Path, key: str = DEFAULT_API_KEY) -> dict[str, str]:
-        """What a user exports to point `cdrhouse` at this API."""
-        return {
-            "CC_API_BASE_URL": self.base_url,
-            "CC_API_KEY": key,
-            "CDRHOUSE_DATA_DIR": str(data_dir),
-            "CDRHOUSE_START_DATE": FIRST_DAY.isoformat(),
-        }
-
-    def resource(self, key: str = DEFAULT_API_KEY, **overrides: Any) -> ContactCenterResource:
-        values: dict[str, Any] = {
-            "base_url": self.base_url,
-            "api_key": key,
-            "page_size": PAGE_SIZE,
-            "concurrency": 4,
-            "max_attempts": 12,
-            "max_retry_s": 60.0,
-            **overrides,
-        }
-        return ContactCenterResource(**values)
-
-    def defs(
-        self, data_dir: Path, *, step_retries: int = 0, key: str = DEFAULT_API_KEY, **overrides: Any
-    ) -> dg.Definitions:
-        """The code location against this sandbox (short waits: tests must not sleep long)."""
-        return build_defs(
-            contact_center=self.resource(key, **overrides),
-            warehouse=WarehouseResource(data_dir=str(data_dir)),
-            start_date=FIRST_DAY,
-            retry_policy=api_retry_policy(max_retries=step_retries, delay_s=0.1),
-        )
-
-
 @pytest.fixture(scope="session")
-def served_session() -> Iterator[Served]:
+def served_session(clock: TestClock) -> Iterator[ServedSandbox]:
     config = SandboxConfig(
-        seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=FIRST_DAY, days=13, api_keys=KEYS
+        seed=SEED,
+        cdrs_per_day=CDRS_PER_DAY,
+        start_date=clock.days_ago(HISTORY_DAYS),
+        days=HISTORY_DAYS + 1,
+        api_keys=KEYS,
     )
-    sandbox = Sandbox(config)
-    with sandbox.serve() as handle:
-        yield Served(sandbox, handle.base_url)
+    # Small pages (~50 requests a day) and patient retries: the faults are the test.
+    with serve_sandbox(
+        config, clock, page_size=PAGE_SIZE, concurrency=4, max_attempts=12, max_retry_s=60.0
+    ) as served:
+        yield served
 
 
 @pytest.fixture
-def served(served_session: Served) -> Iterator[Served]:
-    """The shared sandbox with no fault and the real clock, restored after the test."""
+def served(served_session: ServedSandbox) -> Iterator[ServedSandbox]:
+    """The shared sandbox with no fault and the session's clock, restored after the test."""
     served_session.reset()
     yield served_session
     served_session.reset()
@@ -160,15 +123,6 @@ def materialize(defs: dg.Definitions, day: date) -> dg.ExecuteInProcessResult:
         return defs.resolve_job_def(CDR_JOB).execute_in_process(
             partition_key=day.isoformat(), instance=instance, raise_on_error=False
         )
-
-
-def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple[str, str]]:
-    """(id, cost) of one day as an analyst sees it through `warehouse.duckdb`."""
-    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
-        rows = con.execute(
-            f"select id, cost::varchar from {table} where date = ?", [day]
-        ).fetchall()
-    return [(str(i), str(c)) for i, c in rows]
 
 
 def assert_exact(data_dir: Path, sandbox: Sandbox, day: date, *, case: str) -> dict[str, str]:
@@ -203,21 +157,6 @@ def run_ok(defs: dg.Definitions, day: date) -> dg.ExecuteInProcessResult:
     assert result.success, [e.message for e in result.all_events if e.is_step_failure]
     assert failed == []
     return result
-
-
-def lake_files(data_dir: Path) -> dict[str, bytes]:
-    """Every published partition file (temp files and the source marker excluded)."""
-    lake = data_dir / "lake"
-    return {
-        str(p.relative_to(lake)): p.read_bytes()
-        for p in sorted(lake.rglob("*"))
-        if p.is_file() and "_tmp" not in p.relative_to(lake).parts and p.name != MARKER_FILE
-    }
-
-
-def tmp_files(data_dir: Path) -> list[Path]:
-    tmp = data_dir / "lake" / "_tmp"
-    return sorted(tmp.iterdir()) if tmp.is_dir() else []
 
 
 # --- a pre-imported worker process: forks real pipeline processes in milliseconds -------------
@@ -278,13 +217,15 @@ def forker() -> Iterator[Forker]:
     worker.close()
 
 
-def job(served: Served, data_dir: Path, days: Sequence[date], **extra: Any) -> dict[str, Any]:
+def job(
+    served: ServedSandbox, data_dir: Path, days: Sequence[date], **extra: Any
+) -> dict[str, Any]:
     """A forker job: ingest `days` with the suite's resource settings."""
     return {
         "base_url": served.base_url,
         "api_key": DEFAULT_API_KEY,
         "data_dir": str(data_dir),
-        "start_date": FIRST_DAY.isoformat(),
+        "start_date": served.first_day.isoformat(),
         "days": [d.isoformat() for d in days],
         "page_size": PAGE_SIZE,
         **extra,

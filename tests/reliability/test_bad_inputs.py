@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from datetime import timedelta
+from dataclasses import replace
+from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -23,21 +24,25 @@ from connectors.sandbox import FaultConfig
 from pipelines.assets import api_failure
 from pipelines.cli import IngestReport, main, run_ingest
 from pipelines.partitions import partition_window
-from tests.reliability.conftest import (
-    CDRS_PATH,
-    LEDGER,
-    NO_CDR_SCOPE_KEY,
-    TODAY,
-    Served,
-    lake_files,
-    tmp_files,
-)
-
-DAY = TODAY - timedelta(days=4)
-ARGV = ["ingest", "--start", DAY.isoformat(), "--end", (DAY + timedelta(1)).isoformat()]
+from tests.reliability.conftest import CDRS_PATH, LEDGER, NO_CDR_SCOPE_KEY
+from tests.support.clock import FAR_FUTURE
+from tests.support.lake import lake_files, tmp_files
+from tests.support.served import ServedSandbox
 
 
-def _cli(env: dict[str, str], capsys: pytest.CaptureFixture[str], argv=ARGV) -> tuple[int, str]:
+def _day(served: ServedSandbox) -> date:
+    """The day every case ingests: complete, well inside the sandbox's data."""
+    return served.clock.days_ago(4)
+
+
+def _argv(served: ServedSandbox) -> list[str]:
+    day = _day(served)
+    return ["ingest", "--start", day.isoformat(), "--end", (day + timedelta(1)).isoformat()]
+
+
+def _cli(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> tuple[int, str]:
     code = main([*argv, "--no-snapshots"], env=env)
     captured = capsys.readouterr()
     return code, captured.out + captured.err
@@ -68,11 +73,11 @@ CONFIG_CASES = {
 
 @pytest.mark.parametrize("case", list(CONFIG_CASES), ids=list(CONFIG_CASES))
 def test_bad_configuration_fails_with_what_to_fix(
-    served: Served, tmp_path, capsys, case: str
+    served: ServedSandbox, tmp_path, capsys, case: str
 ) -> None:
     override, message, expected_code = CONFIG_CASES[case]
     env = {**served.env(tmp_path), **override}
-    code, text = _cli(env, capsys)
+    code, text = _cli(env, capsys, _argv(served))
     assert code == expected_code
     assert message in text, text
     _assert_clean(text, tmp_path)
@@ -90,11 +95,11 @@ def test_malformed_cluster_id_is_refused_before_any_request() -> None:
     LEDGER.bad_inputs.add("malformed-cluster-id")
 
 
-def _run(served: Served, data_dir: Path, **overrides) -> IngestReport:
+def _run(served: ServedSandbox, data_dir: Path, **overrides) -> IngestReport:
     defs = served.defs(data_dir, max_attempts=2, max_retry_s=2.0, **overrides)
     with dg.DagsterInstance.ephemeral() as instance:
         return run_ingest(
-            defs, [DAY.isoformat()], instance=instance, data_dir=data_dir, snapshots=False
+            defs, [_day(served).isoformat()], instance=instance, data_dir=data_dir, snapshots=False
         )
 
 
@@ -106,9 +111,9 @@ def _failure(report: IngestReport) -> str:
     return failure
 
 
-def test_unreachable_host_says_which_url_failed(served: Served, tmp_path) -> None:
+def test_unreachable_host_says_which_url_failed(served: ServedSandbox, tmp_path) -> None:
     port = _closed_port()
-    served_closed = Served(served.sandbox, f"http://127.0.0.1:{port}")
+    served_closed = replace(served, base_url=f"http://127.0.0.1:{port}")
     failure = _failure(_run(served_closed, tmp_path))
     assert "ConnectError" in failure
     assert "never reached the server" in failure
@@ -122,7 +127,7 @@ def test_unreachable_host_says_which_url_failed(served: Served, tmp_path) -> Non
     [
         ("2026-02-30", "2026-03-02", "is not a date; use YYYY-MM-DD"),
         ("2026-11-05", "2026-11-01", "must be after --start"),
-        ("2026-11-01", (TODAY + timedelta(days=2)).isoformat(), "beyond today"),
+        ("2026-11-01", FAR_FUTURE, "beyond today"),
     ],
     ids=["bad-date", "end-before-start", "range-beyond-today"],
 )
@@ -140,8 +145,9 @@ def test_bad_cli_arguments_exit_2_with_one_line(
     LEDGER.bad_inputs.add(f"cli-{message}")
 
 
-def test_a_422_body_lists_the_fields_to_fix(served: Served) -> None:
-    start, end = partition_window(DAY.isoformat())
+def test_a_422_body_lists_the_fields_to_fix(served: ServedSandbox) -> None:
+    day = _day(served).isoformat()
+    start, end = partition_window(day)
 
     async def fetch() -> None:
         async with ContactCenterClient(served.resource().settings()) as client:
@@ -150,7 +156,7 @@ def test_a_422_body_lists_the_fields_to_fix(served: Served) -> None:
 
     with pytest.raises(ValidationFailedError) as info:
         asyncio.run(fetch())
-    failure = api_failure(info.value, partition=DAY.isoformat())
+    failure = api_failure(info.value, partition=day)
     assert failure.description is not None
     assert "422" in failure.description
     assert "type:" in failure.description
@@ -168,7 +174,7 @@ REPLY_CASES = {
 
 @pytest.mark.parametrize("case", list(REPLY_CASES), ids=list(REPLY_CASES))
 def test_broken_api_reply_fails_the_day_and_writes_nothing(
-    served: Served, tmp_path, case: str
+    served: ServedSandbox, tmp_path, case: str
 ) -> None:
     faults, message = REPLY_CASES[case]
     served.sandbox.faults = FaultConfig(**{**faults.to_json(), "paths": (CDRS_PATH,)})
@@ -179,7 +185,7 @@ def test_broken_api_reply_fails_the_day_and_writes_nothing(
     LEDGER.bad_inputs.add(case)
 
 
-def test_total_disagreeing_with_records_blocks_the_day(served: Served, tmp_path) -> None:
+def test_total_disagreeing_with_records_blocks_the_day(served: ServedSandbox, tmp_path) -> None:
     served.sandbox.faults = FaultConfig(total_mismatch=3, paths=(CDRS_PATH,))
     report = _run(served, tmp_path)
     line = report.runs[0]
@@ -193,7 +199,7 @@ def test_total_disagreeing_with_records_blocks_the_day(served: Served, tmp_path)
 
 
 def test_wrong_typed_records_are_quarantined_counted_and_fail_the_check(
-    served: Served, tmp_path
+    served: ServedSandbox, tmp_path
 ) -> None:
     served.sandbox.faults = FaultConfig(corrupt_rate=0.05, paths=(CDRS_PATH,))
     report = _run(served, tmp_path)
@@ -201,7 +207,7 @@ def test_wrong_typed_records_are_quarantined_counted_and_fail_the_check(
     assert "cdr_quarantine:cdr_quarantine_empty" in line.checks_failed
     quarantined = line.rows["cdr_quarantine"]
     assert quarantined > 0
-    truth = served.sandbox.truth_cdrs(*partition_window(DAY.isoformat()))
+    truth = served.sandbox.truth_cdrs(*partition_window(_day(served).isoformat()))
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         reasons = con.execute("select id, reason from cdr_quarantine").fetchall()
         ids = {i for (i,) in con.execute("select id from cdrs").fetchall()}

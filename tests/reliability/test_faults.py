@@ -17,17 +17,12 @@ import pytest
 from connectors.sandbox import FaultConfig
 from pipelines.partitions import partition_window
 from pipelines.schedules import nightly_partition_keys
-from tests.reliability.conftest import (
-    CDRS_PATH,
-    FIRST_DAY,
-    TODAY,
-    Served,
-    assert_exact,
-    run_ok,
-    warehouse_rows,
-)
+from tests.reliability.conftest import CDRS_PATH, assert_exact, run_ok
+from tests.support.lake import warehouse_rows
+from tests.support.served import ServedSandbox
 
-DAY = TODAY - timedelta(days=3)
+# The day of the cases that need only one: complete, inside the sandbox's data.
+DAYS_AGO = 3
 
 TRANSPORT_FAULTS: dict[str, tuple[FaultConfig, dict[str, Any]]] = {
     # The server's Retry-After is honoured (and pauses the whole client); without it the
@@ -45,11 +40,14 @@ TRANSPORT_FAULTS: dict[str, tuple[FaultConfig, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("case", list(TRANSPORT_FAULTS), ids=list(TRANSPORT_FAULTS))
-def test_transport_fault_loses_and_duplicates_nothing(served: Served, tmp_path, case: str) -> None:
+def test_transport_fault_loses_and_duplicates_nothing(
+    served: ServedSandbox, tmp_path, case: str
+) -> None:
     faults, resource = TRANSPORT_FAULTS[case]
     served.sandbox.faults = FaultConfig(**{**faults.to_json(), "paths": (CDRS_PATH,)})
     before = served.sandbox.counters.get(CDRS_PATH, 0)
-    result = run_ok(served.defs(tmp_path, **resource), DAY)
+    day = served.clock.days_ago(DAYS_AGO)
+    result = run_ok(served.defs(tmp_path, **resource), day)
     requests = served.sandbox.counters.get(CDRS_PATH, 0) - before
     pages = _raw_metadata(result)["pages"]
     assert pages > 24, "small pages: every sub-window is walked"
@@ -58,7 +56,7 @@ def test_transport_fault_loses_and_duplicates_nothing(served: Served, tmp_path, 
     if case != "invalid-cursor-mid-walk":
         assert requests > pages, (requests, pages)
     served.sandbox.faults = FaultConfig()
-    assert_exact(tmp_path, served.sandbox, DAY, case=case)
+    assert_exact(tmp_path, served.sandbox, day, case=case)
 
 
 def _raw_metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
@@ -69,17 +67,19 @@ def _raw_metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     raise AssertionError("raw_cdrs was not materialized")
 
 
-def _nightly(served: Served, day: date) -> list[str]:
+def _nightly(served: ServedSandbox, day: date) -> list[str]:
     """The partitions the 01:00 UTC schedule asks for on `day`, with the sandbox clock there."""
     tick = datetime.combine(day, time(1, 0), tzinfo=UTC)
     served.sandbox.clock.set(tick)
     from pipelines.partitions import daily_partitions
 
-    return nightly_partition_keys(tick, 3, daily_partitions(FIRST_DAY))
+    return nightly_partition_keys(tick, 3, daily_partitions(served.first_day))
 
 
-def test_late_cdrs_up_to_two_days_are_caught_by_the_lookback(served: Served, tmp_path) -> None:
-    day = TODAY - timedelta(days=9)
+def test_late_cdrs_up_to_two_days_are_caught_by_the_lookback(
+    served: ServedSandbox, tmp_path
+) -> None:
+    day = served.clock.days_ago(9)
     served.sandbox.faults = FaultConfig(late_rate=0.3, late_max_minutes=2 * 24 * 60)
     defs = served.defs(tmp_path)
 
@@ -97,8 +97,8 @@ def test_late_cdrs_up_to_two_days_are_caught_by_the_lookback(served: Served, tmp
     assert served.sandbox.truth_cdrs(*partition_window(day.isoformat())).keys() == final.keys()
 
 
-def test_revised_costs_land_at_their_latest_revision(served: Served, tmp_path) -> None:
-    day = TODAY - timedelta(days=8)
+def test_revised_costs_land_at_their_latest_revision(served: ServedSandbox, tmp_path) -> None:
+    day = served.clock.days_ago(8)
     served.sandbox.faults = FaultConfig(revise_rate=0.3, revise_after_minutes=24 * 60)
     defs = served.defs(tmp_path)
     _nightly(served, day + timedelta(days=1))
@@ -123,16 +123,17 @@ def _one(
     return row
 
 
-def test_schema_drift_keeps_extra_fields_and_unknown_types(served: Served, tmp_path) -> None:
+def test_schema_drift_keeps_extra_fields_and_unknown_types(served: ServedSandbox, tmp_path) -> None:
     served.sandbox.faults = FaultConfig(
         drift_extra_field=True, drift_unknown_type_rate=0.1, paths=(CDRS_PATH,)
     )
-    run_ok(served.defs(tmp_path), DAY)
-    assert_exact(tmp_path, served.sandbox, DAY, case="schema-drift")
+    day = served.clock.days_ago(DAYS_AGO)
+    run_ok(served.defs(tmp_path), day)
+    assert_exact(tmp_path, served.sandbox, day, case="schema-drift")
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         (unknown,) = _one(con, "select count(*) from cdrs where type = 'video_call'")
         (with_extra,) = _one(con, "select count(*) from cdrs where extra like '%sentiment_v2%'")
-        (total,) = _one(con, "select count(*) from cdrs where date = ?", [DAY])
+        (total,) = _one(con, "select count(*) from cdrs where date = ?", [day])
         (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
         (raw_extra,) = _one(
             con, "select count(*) from raw_cdrs where record like '%\"sentiment_v2\"%'"
@@ -143,8 +144,8 @@ def test_schema_drift_keeps_extra_fields_and_unknown_types(served: Served, tmp_p
     assert quarantined == 0
 
 
-def test_clock_edge_lands_in_the_right_day_exactly_once(served: Served, tmp_path) -> None:
-    first, second = TODAY - timedelta(days=6), TODAY - timedelta(days=5)
+def test_clock_edge_lands_in_the_right_day_exactly_once(served: ServedSandbox, tmp_path) -> None:
+    first, second = served.clock.days_ago(6), served.clock.days_ago(5)
     defs = served.defs(tmp_path)
     run_ok(defs, first)
     run_ok(defs, second)

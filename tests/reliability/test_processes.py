@@ -6,6 +6,7 @@ Children are forked from a pre-imported process (`conftest.Forker`) and run `run
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import random
@@ -14,38 +15,29 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import timedelta
 
 import pyarrow.parquet as pq
 import pytest
 
 from connectors.sandbox import FaultConfig
-from tests.reliability.conftest import (
-    CDRS_PATH,
-    LEDGER,
-    TODAY,
-    Forker,
-    Served,
-    assert_exact,
-    job,
-    lake_files,
-    run_ok,
-    tmp_files,
-)
+from pipelines.partitions import partition_window
+from tests.reliability.conftest import CDRS_PATH, LEDGER, Forker, assert_exact, job, run_ok
+from tests.support.lake import lake_files, tmp_files
+from tests.support.served import ServedSandbox
 
 KILL_SEEDS = range(10)
 
 
-def _cdr_requests(served: Served) -> int:
+def _cdr_requests(served: ServedSandbox) -> int:
     """CDR list requests the sandbox has received (counted on arrival, before it answers)."""
     return served.sandbox.counters.get(CDRS_PATH, 0)
 
 
 @pytest.mark.slow
 def test_sigkill_at_a_random_point_then_rerun_is_exact(
-    served: Served, forker: Forker, tmp_path
+    served: ServedSandbox, forker: Forker, tmp_path
 ) -> None:
-    day = TODAY - timedelta(days=7)
+    day = served.clock.days_ago(7)
     before = _cdr_requests(served)
     forker.start([job(served, tmp_path, [day])])
     (done,) = forker.wait()
@@ -90,14 +82,22 @@ ANALYST = textwrap.dedent(
 )
 
 
+def _counts(answer: str) -> tuple[int, int]:
+    """The analyst's `(count(*), count(distinct id))` line."""
+    rows, distinct = ast.literal_eval(answer)
+    return int(rows), int(distinct)
+
+
 def test_overlapping_backfills_with_an_analyst_connection_open(
-    served: Served, forker: Forker, tmp_path
+    served: ServedSandbox, forker: Forker, tmp_path
 ) -> None:
-    # Days whose calls have all ended (a call lasts at most 6 h): yesterday's last CDRs may
-    # still be arriving just after midnight UTC, which fails the row count, as it should.
-    days = [TODAY - timedelta(days=3), TODAY - timedelta(days=2)]
-    seed_day = TODAY - timedelta(days=10)
+    """Two backfills of the same days and one of another day, at once, under 5xx faults,
+    while an analyst holds `warehouse.duckdb` open read-write and keeps querying it."""
+    days = [served.clock.days_ago(3), served.clock.days_ago(2)]
+    other_day = served.clock.days_ago(6)
+    seed_day = served.clock.days_ago(10)
     run_ok(served.defs(tmp_path), seed_day)
+    seeded = len(served.sandbox.truth_cdrs(*partition_window(seed_day.isoformat())))
     analyst = subprocess.Popen(
         [sys.executable, "-c", ANALYST, str(tmp_path / "warehouse.duckdb")],
         stdin=subprocess.PIPE,
@@ -116,33 +116,51 @@ def test_overlapping_backfills_with_an_analyst_connection_open(
     try:
         before = ask()
         served.sandbox.faults = FaultConfig(error_5xx_rate=0.2, paths=(CDRS_PATH,))
-        # Two backfills of the very same partitions, at once, while the analyst keeps reading.
-        forker.start([job(served, tmp_path, days), job(served, tmp_path, days)])
+        start = _cdr_requests(served)
+        forker.start(
+            [
+                job(served, tmp_path, days),
+                job(served, tmp_path, days),
+                job(served, tmp_path, [other_day]),
+            ]
+        )
+        # The "during" read starts once the writers are at work (they have asked for CDRs) ...
+        deadline = time.monotonic() + 120.0
+        while _cdr_requests(served) - start < 3:
+            assert time.monotonic() < deadline, "the backfills never reached the API"
+            time.sleep(0.01)
         during = ask()
+        answered_at = _cdr_requests(served)
         children = forker.wait()
         after = ask()
     finally:
         stdin.close()
         analyst.wait(timeout=30)
         stdout.close()
+    # ... and ended before they did: they kept asking for CDRs after it had answered.
+    assert _cdr_requests(served) > answered_at, "the read did not overlap the backfills"
     for child in children:
         assert child["status"] == 0, child
         assert child["result"]["success"], child
     served.sandbox.faults = FaultConfig()
     total = 0
-    for day in [seed_day, *days]:
+    for day in [seed_day, other_day, *days]:
         total += len(assert_exact(tmp_path, served.sandbox, day, case="overlapping-backfills"))
     LEDGER.faults.add("analyst-connection-open")
-    assert before.startswith("(")
+    assert before == f"({seeded}, {seeded})"
     assert during.startswith("(")
+    # Mid-way the analyst sees whole partitions only: no duplicate, nothing of the seed lost.
+    rows, distinct = _counts(during)
+    assert rows == distinct
+    assert seeded <= rows <= total
     assert after == f"({total}, {total})"
     assert tmp_files(tmp_path) == []
 
 
 def test_full_disk_fails_cleanly_and_keeps_the_previous_partition(
-    served: Served, forker: Forker, tmp_path
+    served: ServedSandbox, forker: Forker, tmp_path
 ) -> None:
-    day = TODAY - timedelta(days=11)
+    day = served.clock.days_ago(11)
     run_ok(served.defs(tmp_path), day)
     before = lake_files(tmp_path)
     raw = before[f"raw_cdrs/date={day.isoformat()}/part-0.parquet"]

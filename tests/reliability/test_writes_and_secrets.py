@@ -15,14 +15,15 @@ from connectors.contact_center.errors import ContactCenterError, RetriableAPIErr
 from connectors.sandbox import FaultConfig
 from models.resources import SendSms, StartCall
 from pipelines.cli import main, run_ingest
-from tests.reliability.conftest import CDRS_PATH, LEDGER, SECRET_KEY, TODAY, Served
+from tests.reliability.conftest import CDRS_PATH, LEDGER, SECRET_KEY
+from tests.support.served import ServedSandbox
 
 SMS_PATH = "/api/v4/messaging/sms"
 CALLS_PATH = "/api/v4/voice/calls"
 SENDS = 20
 
 
-def test_sms_and_calls_are_never_sent_twice_under_resets_and_5xx(served: Served) -> None:
+def test_sms_and_calls_are_never_sent_twice_under_resets_and_5xx(served: ServedSandbox) -> None:
     async def scenario() -> tuple[int, int, list[str]]:
         async with ContactCenterClient(served.resource().settings()) as client:
             user_id = (await client.list_users(limit=1)).items[0].id
@@ -75,13 +76,13 @@ def _files_with_key(root: Path, key: bytes) -> tuple[int, int]:
 
 
 def test_the_api_key_appears_nowhere(
-    served: Served, tmp_path, monkeypatch, capsys, caplog: pytest.LogCaptureFixture
+    served: ServedSandbox, tmp_path, monkeypatch, capsys, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     home, data = tmp_path / "dagster_home", tmp_path / "data"
     home.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    day = TODAY - timedelta(days=4)
+    day = served.clock.days_ago(4)
     env = {**served.env(data, key=SECRET_KEY), "DAGSTER_HOME": str(home)}
     texts: list[str] = []
 

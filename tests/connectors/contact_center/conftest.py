@@ -10,8 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from connectors.contact_center import ClientSettings, ContactCenterClient
-from connectors.sandbox import Sandbox, SandboxConfig
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY
+from connectors.sandbox import Sandbox
+from connectors.sandbox.config import DEFAULT_API_KEY
+from tests.support.sandboxes import make_sandbox as shared_make_sandbox
 
 START = date(2026, 3, 1)
 NOW = datetime(2026, 3, 20, tzinfo=UTC)  # well after the data: every CDR visible
@@ -19,12 +20,14 @@ NARROW_KEY = "narrow-key-only-balance"
 
 
 def make_sandbox(cdrs_per_day: int = 1500, days: int = 2, **kw: Any) -> Sandbox:
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, NARROW_KEY: frozenset({"billing.balance.read"})}
-    sandbox = Sandbox(
-        SandboxConfig(start_date=START, days=days, cdrs_per_day=cdrs_per_day, api_keys=keys, **kw)
+    return shared_make_sandbox(
+        start_date=START,
+        days=days,
+        cdrs_per_day=cdrs_per_day,
+        now=NOW,
+        extra_keys={NARROW_KEY: frozenset({"billing.balance.read"})},
+        **kw,
     )
-    sandbox.clock.set(NOW)
-    return sandbox
 
 
 def make_client(

@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
-from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
+from connectors.sandbox.config import DEFAULT_API_KEY
 from connectors.sandbox.faults import FaultConfig
+from tests.support.sandboxes import make_sandbox as shared_make_sandbox
 
 START = date(2026, 11, 1)
 DAYS = 3
@@ -75,34 +76,22 @@ def make_write_sandbox(
     extra_keys: Mapping[str, frozenset[str]], now: datetime | None = None, **kw: Any
 ) -> Sandbox:
     """The small sandbox of the write tests: the default key plus ``extra_keys``."""
-    config = SandboxConfig(
-        seed=7,
-        start_date=date(2026, 11, 1),
-        days=2,
-        cdrs_per_day=300,
-        api_keys={DEFAULT_API_KEY: ALL_SCOPES, **extra_keys},
-        **kw,
+    return shared_make_sandbox(
+        start_date=START, days=2, cdrs_per_day=300, now=now, extra_keys=extra_keys, **kw
     )
-    sandbox = Sandbox(config)
-    if now is not None:
-        sandbox.clock.set(now)
-    return sandbox
 
 
 def make_sandbox(seed: int = 7, faults: FaultConfig | None = None, **kw: Any) -> Sandbox:
-    keys = {DEFAULT_API_KEY: ALL_SCOPES, NARROW_KEY: frozenset({"billing.balance.read"})}
-    config = SandboxConfig(
+    return shared_make_sandbox(
         seed=seed,
         start_date=kw.pop("start_date", START),
         days=kw.pop("days", DAYS),
         cdrs_per_day=kw.pop("cdrs_per_day", PER_DAY),
-        api_keys=keys,
+        now=NOW,
+        extra_keys={NARROW_KEY: frozenset({"billing.balance.read"})},
         faults=faults or FaultConfig(),
         **kw,
     )
-    sandbox = Sandbox(config)
-    sandbox.clock.set(NOW)
-    return sandbox
 
 
 @pytest.fixture(scope="module")

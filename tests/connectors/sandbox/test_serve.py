@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -10,6 +9,9 @@ import time
 import httpx
 
 from tests.connectors.sandbox.conftest import make_sandbox
+
+# Re-exported: test_fidelity and test_schemathesis still import it from here.
+from tests.support.ports import free_port as free_port
 
 
 def test_serve_over_a_real_socket() -> None:
@@ -24,12 +26,6 @@ def test_serve_over_a_real_socket() -> None:
     body = response.json()
     assert len(body["cdrs"]) == 2
     assert set(body["metadata"]) == {"total", "next_cursor"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_cli_serves_on_a_port_and_prints_url_and_key() -> None:

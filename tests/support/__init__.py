@@ -1,0 +1,4 @@
+"""Helpers shared by the test suites: served sandboxes, ports, the clock, lake reads, asset keys.
+
+Plain modules, not fixtures: each suite's conftest builds its fixtures from them.
+"""

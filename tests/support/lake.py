@@ -1,0 +1,47 @@
+"""Reading what a run left behind: warehouse views, published lake files, temp files."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from warehouse.lake import MARKER_FILE
+
+WAREHOUSE_FILE = "warehouse.duckdb"
+
+
+def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A whole warehouse view, in a stable order, through a fresh read-only connection."""
+    with duckdb.connect(str(data_dir / WAREHOUSE_FILE), read_only=True) as con:
+        frame = pl.DataFrame(pl.from_arrow(con.sql(f'select * from "{table}"').to_arrow_table()))
+    frame = frame.drop([c for c in drop if c in frame.columns])
+    keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
+    return frame.sort(keys, nulls_last=True) if frame.height else frame
+
+
+def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple[str, str]]:
+    """(id, cost) of one day as an analyst sees it through `warehouse.duckdb`."""
+    with duckdb.connect(str(data_dir / WAREHOUSE_FILE), read_only=True) as con:
+        rows = con.execute(
+            f"select id, cost::varchar from {table} where date = ?", [day]
+        ).fetchall()
+    return [(str(i), str(c)) for i, c in rows]
+
+
+def lake_files(data_dir: Path) -> dict[str, bytes]:
+    """Every published partition file (temp files and the source marker excluded)."""
+    lake = data_dir / "lake"
+    return {
+        str(p.relative_to(lake)): p.read_bytes()
+        for p in sorted(lake.rglob("*"))
+        if p.is_file() and "_tmp" not in p.relative_to(lake).parts and p.name != MARKER_FILE
+    }
+
+
+def tmp_files(data_dir: Path) -> list[Path]:
+    """What the writers left in the lake's temp folder (nothing, once they are done)."""
+    tmp = data_dir / "lake" / "_tmp"
+    return sorted(tmp.iterdir()) if tmp.is_dir() else []

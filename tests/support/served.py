@@ -1,0 +1,96 @@
+"""A sandbox served on a loopback port, and what a test points at it: env, resource, defs.
+
+The pipeline suite and the reliability suite each serve one; they differ only in the
+connector settings (`resource_defaults`), the first day of their partitions and the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import httpx
+
+from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
+from connectors.sandbox.config import DEFAULT_API_KEY
+from pipelines.assets import api_retry_policy
+from pipelines.definitions import build_defs
+from pipelines.partitions import partition_window
+from pipelines.resources import ContactCenterResource, WarehouseResource
+from tests.support.clock import TestClock
+
+
+@dataclass
+class ServedSandbox:
+    """A running sandbox: its base URL, the suite's first partition day and clock."""
+
+    sandbox: Sandbox
+    base_url: str
+    first_day: date
+    clock: TestClock
+    # Connector settings of every resource built here (a test may still override one).
+    resource_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        """No fault, and the session's clock (a test may have moved it)."""
+        self.sandbox.faults = FaultConfig()
+        self.clock.freeze(self.sandbox)
+
+    def env(self, data_dir: Path, key: str = DEFAULT_API_KEY) -> dict[str, str]:
+        """What a user exports to point `cdrhouse` at this API."""
+        return {
+            "CC_API_BASE_URL": self.base_url,
+            "CC_API_KEY": key,
+            "CDRHOUSE_DATA_DIR": str(data_dir),
+            "CDRHOUSE_START_DATE": self.first_day.isoformat(),
+        }
+
+    def api_total(self, day: date) -> int:
+        """`metadata.total` of the CDR list for the day, asked over HTTP like any client."""
+        start, end = partition_window(day.isoformat())
+        response = httpx.get(
+            f"{self.base_url}/api/v4/reporting/cdrs",
+            params={
+                "started_at[gte]": start.isoformat().replace("+00:00", "Z"),
+                "started_at[lt]": end.isoformat().replace("+00:00", "Z"),
+                "limit": 1,
+            },
+            headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+            timeout=30,
+        )
+        response.raise_for_status()
+        total: int = response.json()["metadata"]["total"]
+        return total
+
+    def resource(self, key: str = DEFAULT_API_KEY, **overrides: Any) -> ContactCenterResource:
+        values = {"base_url": self.base_url, "api_key": key, **self.resource_defaults, **overrides}
+        return ContactCenterResource(**values)
+
+    def defs(
+        self, data_dir: Path, *, step_retries: int = 0, key: str = DEFAULT_API_KEY, **overrides: Any
+    ) -> dg.Definitions:
+        """The code location against this sandbox (short waits: tests must not sleep long)."""
+        return build_defs(
+            contact_center=self.resource(key, **overrides),
+            warehouse=WarehouseResource(data_dir=str(data_dir)),
+            start_date=self.first_day,
+            retry_policy=api_retry_policy(max_retries=step_retries, delay_s=0.1),
+        )
+
+
+@contextmanager
+def serve_sandbox(
+    config: SandboxConfig, clock: TestClock, **resource_defaults: Any
+) -> Iterator[ServedSandbox]:
+    """Serve a sandbox of `config` on a free loopback port, its clock frozen at `clock.now`."""
+    sandbox = Sandbox(config)
+    clock.freeze(sandbox)
+    with sandbox.serve() as handle:
+        yield ServedSandbox(
+            sandbox, handle.base_url, config.start_date, clock, dict(resource_defaults)
+        )
