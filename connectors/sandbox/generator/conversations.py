@@ -10,7 +10,7 @@ from connectors.sandbox.generator.daystore import Generated, Json
 from connectors.sandbox.generator.dimensions import Dimensions
 from connectors.sandbox.generator.draws import ri, uuid4
 from connectors.sandbox.generator.encoding import cost_json
-from connectors.sandbox.generator.picks import draw_queue_ref, draw_user, draw_wrapup
+from connectors.sandbox.generator.picks import draw_queue_ref, draw_user, draw_wrapup, live_ref
 from models.timestamps import iso_ms_from_epoch
 
 
@@ -52,16 +52,7 @@ def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
         "ended_at": iso_ms_from_epoch(end),
         "data": {
             "channel": "whatsapp",
-            "flow": (
-                {
-                    "id": flow["id"],
-                    "name": flow["name"],
-                    "name_snapshot": flow["name"],
-                    "deleted": False,
-                }
-                if flow
-                else None
-            ),
+            "flow": live_ref(flow) if flow else None,
             "queue": draw_queue_ref(dims, rng) if rng.random() < 0.85 else None,
             "wrapup_code": draw_wrapup(rng) if has_user else None,
             "durations": {"overall": overall, "queue": queue_s, "talk": talk},

@@ -1,4 +1,5 @@
-"""Draws shared by the CDR generators: phones, user and queue references, tags, wrap-up."""
+"""Draws shared by the CDR generators: phones, user and queue references, tags, wrap-up;
+and `live_ref`, the reference shape of a row that still exists."""
 
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ def draw_queue_ref(dims: Dimensions, rng: random.Random) -> Json:
             "name_snapshot": q["name_snapshot"],
             "deleted": True,
         }
-    q = dims.queues[int(rng.random() * len(dims.queues))]
-    return {"id": q["id"], "name": q["name"], "name_snapshot": q["name"], "deleted": False}
+    return live_ref(dims.queues[int(rng.random() * len(dims.queues))])
+
+
+def live_ref(item: Json) -> Json:
+    """A CDR's reference to a row that still exists: its snapshot is its current name."""
+    return {"id": item["id"], "name": item["name"], "name_snapshot": item["name"], "deleted": False}
 
 
 def draw_tags(rng: random.Random) -> list[str]:

@@ -11,7 +11,7 @@ from connectors.sandbox.generator.daystore import Generated, Json
 from connectors.sandbox.generator.dimensions import Dimensions
 from connectors.sandbox.generator.draws import ri, uuid4
 from connectors.sandbox.generator.encoding import cost_json
-from connectors.sandbox.generator.picks import draw_account, draw_phone, draw_user
+from connectors.sandbox.generator.picks import draw_account, draw_phone, draw_user, live_ref
 from models.timestamps import iso_ms_from_epoch
 
 
@@ -44,16 +44,7 @@ def generate(dims: Dimensions, rng: random.Random, start: int) -> Generated:
             "sent": sent,
             "segments_count": segments,
             "message": text,
-            "canned_message": (
-                {
-                    "id": cm["id"],
-                    "name": cm["name"],
-                    "name_snapshot": cm["name"],
-                    "deleted": False,
-                }
-                if canned
-                else None
-            ),
+            "canned_message": live_ref(cm) if canned else None,
             "related_call": {"id": uuid4(rng)} if rng.random() < 0.25 else None,
         },
     }
