@@ -6,7 +6,6 @@ import logging
 import socket
 import threading
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from connectors.sandbox.faults import InjectedReset
@@ -60,10 +59,5 @@ class ServerHandle:
     def __enter__(self) -> ServerHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.close()
