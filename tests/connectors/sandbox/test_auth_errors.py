@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
@@ -24,38 +25,35 @@ def concrete(path: str) -> str:
     return path
 
 
+def get_as(sandbox: Sandbox, key: str | None, path: str) -> httpx.Response:
+    """One GET with ``key`` (None: no Authorization header) on a client of its own."""
+    client = Api(sandbox, key=key)
+    try:
+        return client.get(path)
+    finally:
+        client.close()
+
+
 READ_PATHS = sorted({concrete(p) for _, p, *_ in READ_ROUTES})
 
 
 @pytest.mark.parametrize("path", READ_PATHS)
 def test_every_read_needs_a_key(shared: Sandbox, path: str) -> None:
     for key in (None, "wrong-key"):
-        client = Api(shared, key=key)
-        try:
-            response = client.get(path)
-        finally:
-            client.close()
+        response = get_as(shared, key, path)
         assert response.status_code == 401
         assert response.json() == {"error": "Unauthorized"}
 
 
 @pytest.mark.parametrize("path", [p for p in READ_PATHS if "billing" not in p])
 def test_every_read_checks_its_scope(shared: Sandbox, path: str) -> None:
-    client = Api(shared, key=NARROW_KEY)
-    try:
-        response = client.get(path)
-    finally:
-        client.close()
+    response = get_as(shared, NARROW_KEY, path)
     assert response.status_code == 403
     assert response.json() == {"error": "Forbidden"}
 
 
 def test_narrow_key_reaches_its_own_scope(shared: Sandbox) -> None:
-    client = Api(shared, key=NARROW_KEY)
-    try:
-        assert client.get("/api/v4/billing/balance").status_code == 200
-    finally:
-        client.close()
+    assert get_as(shared, NARROW_KEY, "/api/v4/billing/balance").status_code == 200
 
 
 def test_bearer_scheme_required(api: Api) -> None:
