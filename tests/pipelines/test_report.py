@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,13 @@ from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
 from tests.pipelines.test_cli_startup import _heavy, _run
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
+from tests.support.clock import TestClock
+from tests.support.screenshots import measure, page_region
 
-TODAY = datetime.now(UTC).date()
 # What the sandbox showed for the ingested range, before and after the ingest.
 VISIBLE: dict[Path, tuple[int, int]] = {}
-START = TODAY - timedelta(days=7)
+# The report's range: the 7 days before the session's today.
+DAYS = 7
 # Each chart, the view it reads and an axis title with its unit.
 VIEWS = {
     "volume": "rpt_daily_volume",
@@ -68,23 +70,37 @@ def marks_expected(key: str, rows: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def warehouse_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def window(clock: TestClock) -> tuple[date, date]:
+    """[start, end) of the report: the 7 complete days before the session's today."""
+    return clock.days_ago(DAYS), clock.today
+
+
+@pytest.fixture(scope="module")
+def warehouse_dir(
+    tmp_path_factory: pytest.TempPathFactory, clock: TestClock, window: tuple[date, date]
+) -> Path:
+    start, end = window
     data_dir = tmp_path_factory.mktemp("report") / "data"
     env = {
         "CC_API_BASE_URL": "sandbox",
         "CDRHOUSE_DATA_DIR": str(data_dir),
-        "CDRHOUSE_START_DATE": START.isoformat(),
+        "CDRHOUSE_START_DATE": start.isoformat(),
         "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
     }
     # The API serves a CDR once it has ended: just after midnight UTC the last calls of
-    # yesterday may still be running. Count what the sandbox shows before and after.
-    window = (datetime.combine(START, time(0), UTC), datetime.combine(TODAY, time(0), UTC))
+    # yesterday are still running. The CLI's sandbox (process-wide for this shape) is frozen at
+    # the session's clock, so what it shows cannot change during the ingest; count it anyway.
+    instants = (datetime.combine(start, time(0), UTC), datetime.combine(end, time(0), UTC))
     sandbox = ContactCenterResource(
-        base_url="sandbox", sandbox_start_date=START.isoformat(), sandbox_cdrs_per_day=300
+        base_url="sandbox", sandbox_start_date=start.isoformat(), sandbox_cdrs_per_day=300
     ).sandbox()
-    before = len(sandbox.truth_cdrs(*window))
-    assert cmd_ingest(START, TODAY, env, out=io.StringIO()) == 0
-    VISIBLE[data_dir] = (before, len(sandbox.truth_cdrs(*window)))
+    clock.freeze(sandbox)
+    try:
+        before = len(sandbox.truth_cdrs(*instants))
+        assert cmd_ingest(start, end, env, out=io.StringIO()) == 0
+        VISIBLE[data_dir] = (before, len(sandbox.truth_cdrs(*instants)))
+    finally:
+        sandbox.clock.set(None)
     return data_dir
 
 
@@ -141,9 +157,12 @@ def embedded(page: Page) -> dict[str, list[dict[str, Any]]]:
     return {key: spec["data"]["values"] for key, spec in specs.items()}
 
 
-def sql(data_dir: Path, query: str) -> list[tuple[Any, ...]]:
+def sql(
+    data_dir: Path, query: str, window: tuple[date, date] | None = None
+) -> list[tuple[Any, ...]]:
+    """Rows of `query`; `$start` and `$end` are the report's window."""
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
-        params = {"start": START, "end": TODAY} if "$start" in query else None
+        params = {"start": window[0], "end": window[1]} if window is not None else None
         return con.execute(query, params).fetchall()
 
 
@@ -180,12 +199,14 @@ def test_demo_ends_with_the_path_of_the_report(tmp_path: Path) -> None:
 # loop in this thread while it runs.
 
 
-def test_report_asset_writes_the_file_and_headline_numbers(warehouse_dir: Path) -> None:
+def test_report_asset_writes_the_file_and_headline_numbers(
+    warehouse_dir: Path, window: tuple[date, date]
+) -> None:
     warehouse = WarehouseResource(data_dir=str(warehouse_dir))
     defs = build_defs(
         contact_center=ContactCenterResource(base_url="sandbox"),
         warehouse=warehouse,
-        start_date=START,
+        start_date=window[0],
     )
     asset = defs.resolve_assets_def(REPORT_ASSET)
     with dg.DagsterInstance.ephemeral() as instance:
@@ -215,22 +236,23 @@ def test_report_asset_writes_the_file_and_headline_numbers(warehouse_dir: Path) 
 
 
 def test_report_is_requested_once_yesterday_and_the_balance_landed_after_the_tick(
-    tmp_path: Path,
+    tmp_path: Path, window: tuple[date, date]
 ) -> None:
+    start, today = window
     defs = build_defs(
         contact_center=ContactCenterResource(base_url="sandbox"),
         warehouse=WarehouseResource(data_dir=str(tmp_path)),
-        start_date=START,
+        start_date=start,
     )
     report = dg.AssetKey(REPORT_ASSET)
-    yesterday = (TODAY - timedelta(days=1)).isoformat()
+    yesterday = (today - timedelta(days=1)).isoformat()
     aggregates = [
         key
         for key in defs.resolve_asset_graph().get(report).parent_keys
         if key.to_user_string().startswith("agg_")
     ]
     clock = iter(
-        datetime.combine(TODAY, time(0, 30), UTC) + timedelta(minutes=20 * i) for i in range(9)
+        datetime.combine(today, time(0, 30), UTC) + timedelta(minutes=20 * i) for i in range(9)
     )
 
     with dg.DagsterInstance.ephemeral() as instance:
@@ -251,7 +273,7 @@ def test_report_is_requested_once_yesterday_and_the_balance_landed_after_the_tic
         assert tick() == 0  # 00:50
         assert tick() == 0  # 01:10: the tick passed, nothing landed yet
         for key in aggregates:  # an older day (a lookback or a backfill) is not enough
-            land(key, (TODAY - timedelta(days=3)).isoformat())
+            land(key, (today - timedelta(days=3)).isoformat())
         land(dg.AssetKey("balance_snapshots"), None)
         assert tick() == 0  # 01:30
         for key in aggregates[:-1]:
@@ -264,7 +286,7 @@ def test_report_is_requested_once_yesterday_and_the_balance_landed_after_the_tic
 
 @pytest.mark.browser
 def test_report_renders_every_chart_offline_with_the_views_numbers(
-    warehouse_dir: Path, browser: Browser, tmp_path: Path
+    warehouse_dir: Path, window: tuple[date, date], browser: Browser, tmp_path: Path
 ) -> None:
     out = tmp_path / "report.html"
     done = run_report(warehouse_dir, "--days", "7", "--out", str(out))
@@ -301,6 +323,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
         warehouse_dir,
         "SELECT date, type, sum(cdrs) FROM rpt_daily_volume "
         "WHERE date >= $start AND date < $end GROUP BY ALL",
+        window,
     )
     assert volume == {(d.isoformat(), t): int(n) for d, t, n in expected}
     cdrs = sql(warehouse_dir, "SELECT count(*) FROM cdrs")[0][0]
@@ -315,6 +338,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
         warehouse_dir,
         "SELECT date, type, sum(cost) FROM rpt_cost_daily "
         "WHERE date >= $start AND date < $end GROUP BY ALL",
+        window,
     )
     assert cost == {(d.isoformat(), t): c for d, t, c in expected}
     assert all(isinstance(c, Decimal) for _, _, c in expected)
@@ -324,6 +348,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
     expected = sql(
         warehouse_dir,
         "SELECT date, sent, failed FROM rpt_sms_delivery WHERE date >= $start AND date < $end",
+        window,
     )
     assert sms == {
         (d.isoformat(), status): n
@@ -340,7 +365,17 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     shot = ARTIFACTS_DIR / "contact_center_report.png"
     page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 50_000
+    # The saved image is the whole page, and every chart's area in it is drawn: its axes,
+    # labels and marks take many colours where an empty or unrendered chart takes one or two.
+    width, height = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+    )
+    regions = [page_region(page.locator(f"#chart-{key} svg").first) for key in CHARTS]
+    image = measure(browser, shot.read_bytes(), regions)
+    assert (image.width, image.height) == (width, height)
+    for key, region, colours in zip(CHARTS, regions, image.colours, strict=True):
+        assert region[2] * region[3] > 10_000, (key, region)  # a real chart, not a speck
+        assert colours >= 8, (key, colours)
     page.context.close()
 
 
