@@ -35,7 +35,8 @@ import pyarrow as pa
 
 from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
-from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, is_local_uri
+from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
+from warehouse.stores import is_local_uri
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"

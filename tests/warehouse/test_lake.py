@@ -9,7 +9,8 @@ import time
 import polars as pl
 import pytest
 
-from warehouse.lake import Lake, partition_key, root_from_uri
+from warehouse.lake import Lake, partition_key
+from warehouse.stores import root_from_uri
 
 
 def frame(ids: list[str], day: dt.date) -> pl.DataFrame:
