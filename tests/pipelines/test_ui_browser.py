@@ -4,7 +4,8 @@
 repository's `dagster.yaml` in a temporary `DAGSTER_HOME`. Debian's Chromium is driven by
 Playwright (the Makefile's `browser` target installs it; Playwright downloads nothing). Selectors
 were found by looking at screenshots of Dagster 1.13's UI; the final screenshot is saved under
-`.artifacts/` for a person to look at.
+`.artifacts/` for a person to look at. Elements are found by role, by label, or by text cdrhouse
+controls (group, asset and check names), not by Dagster's internal CSS classes.
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
 
 from models.tables import TABLES
 from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
-from pipelines.report import REPORT_ASSET, REPORT_GROUP
+from pipelines.report import REPORT_GROUP
 from tests.pipelines._dagster_dev import (
     ARTIFACTS_DIR,
     PARTITION_KEYS,
     DagsterDev,
     shared_dagster_dev,
 )
+from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
+from tests.support.screenshots import measure, page_region
 
 pytestmark = pytest.mark.browser
 
@@ -45,15 +48,15 @@ VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
 
 BACKFILL_KEYS = PARTITION_KEYS[:3]
 
-# Pinned so that a rename is never silent: the CDR, normalization, per-day aggregate and
-# snapshot assets.
-AGGREGATES = {"agg_daily_volume", "agg_cost_daily", "agg_queue_service", "agg_sms_delivery"}
+# Every group and its pinned assets (tests/support/keys.py): a rename is never silent.
 EXPECTED = {
-    CDR_GROUP: {RAW_CDRS, "cdrs", "cdr_calls", "cdr_conversations", "cdr_hlr_lookups", "cdr_sms"}
-    | AGGREGATES,
-    SNAPSHOT_GROUP: {"users", "queues", "teams", "campaigns", "numbers", "balance_snapshots"},
-    REPORT_GROUP: {REPORT_ASSET},
+    CDR_GROUP: CDR_ASSETS | AGG_ASSETS,
+    SNAPSHOT_GROUP: SNAPSHOT_ASSETS,
+    REPORT_GROUP: REPORT_ASSETS,
 }
+# The CDR group's nodes whose names the zoomed-out graph draws in full (it elides longer ones,
+# e.g. "agg_a…_performance").
+DRAWN = frozenset(name for name in EXPECTED[CDR_GROUP] if len(name) <= 17)
 
 ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
@@ -92,20 +95,40 @@ def open_ui(page: Page, url: str) -> None:
     page.goto(url, wait_until="networkidle")
 
 
+def lineage_graph(page: Page) -> Locator:
+    """The lineage graph: the image on the page that draws cdrhouse's CDR group."""
+    return page.get_by_role("img").filter(has_text=CDR_GROUP)
+
+
 def graph_node(page: Page, name: str) -> str:
-    """The text of one asset node of the lineage graph (it lives in an SVG foreignObject)."""
-    node = page.locator("foreignObject").filter(
-        has=page.get_by_text(re.compile(rf"^{re.escape(name)}$"))
-    )
-    expect(node.first).to_be_visible()
-    return node.first.text_content() or ""
+    """The name of one asset node, as the lineage graph draws it."""
+    labels = lineage_graph(page).get_by_text(name, exact=True)
+    # The node's label; an unfolded group of the same name ("cdrs") labels its box first.
+    expect(labels).to_have_count(2 if name in EXPECTED else 1)
+    label = labels.last
+    expect(label).to_be_visible()
+    return label.text_content() or ""
+
+
+def node_showing(page: Page, name: str, *texts: str) -> Locator:
+    """The innermost element of the graph that holds the node `name` and every one of `texts`
+    (empty until the node shows them all)."""
+    node = lineage_graph(page).locator("*").filter(has=page.get_by_text(name, exact=True))
+    for text in texts:
+        node = node.filter(has_text=text)
+    return node.last
+
+
+def sidebar_rows(page: Page, name: str) -> Locator:
+    """Rows of the sidebar tree (buttons) named after a group or an asset."""
+    return page.get_by_role("button", name=re.compile(rf"(^|\s){re.escape(name)}(\s|$)"))
 
 
 def show_cdr_group(page: Page, dev: DagsterDev) -> None:
     """The global lineage with only the CDR group expanded, zoomed out to fit the window."""
     open_ui(page, f"{dev.url}/asset-groups?expanded=global%40global%3A{CDR_GROUP}")
     expect(page.get_by_text("Global asset lineage")).to_be_visible()
-    zoom_out = page.locator("button:has([aria-label='zoom_out'])").first
+    zoom_out = page.get_by_role("button", name="zoom_out", exact=True)
     for _ in range(6):
         zoom_out.click()
     page.wait_for_timeout(1_000)  # the graph animates its zoom
@@ -124,33 +147,38 @@ def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
     open_ui(page, f"{dagster_dev.url}/asset-groups")
     expect(page.get_by_text("Global asset lineage")).to_be_visible()
     # The graph starts with one collapsed node per group, showing how many assets it holds.
+    graph = lineage_graph(page)
     for group in EXPECTED:
-        text = page.locator("foreignObject").filter(has=page.locator(f"[data-tooltip='{group}']"))
-        expect(text.first).to_contain_text(str(len(by_group[group])))
+        count = len(by_group[group])
+        expect(graph.get_by_text(re.compile(rf"^{re.escape(group)}\s*{count}$"))).to_be_visible()
 
-    # The sidebar tree of the same page lists every asset once its group is unfolded.
-    rows = page.locator("[class*='AssetSidebarNode_itemContainer']")
+    # The sidebar tree of the same page lists every asset once its group is unfolded: one more
+    # row named after it (the group row of `cdrs` has the name of an asset too).
+    all_names = {name for group_names in by_group.values() for name in group_names}
+    folded = {name: sidebar_rows(page, name).count() for name in all_names}
     for group in EXPECTED:
-        row = rows.filter(has=page.locator(f"[aria-label='asset_group'] ~ [title='{group}']"))
-        row.locator("button:has([aria-label='arrow_drop_down'])").first.click()
-    asset_rows = rows.filter(has_not=page.locator("[aria-label='asset_group']"))
-    for names in by_group.values():
-        for name in names:
-            expect(asset_rows.locator(f"[title='{name}']")).to_be_visible()
+        row = sidebar_rows(page, group)
+        expect(row).to_have_count(1)
+        row.click()  # the tree takes the focus; the right arrow unfolds the focused group
+        row.press("ArrowRight")
+    for name in all_names:
+        rows = sidebar_rows(page, name)
+        expect(rows).to_have_count(folded[name] + 1)
+        expect(rows.last).to_be_visible()
 
     # And the CDR group, unfolded in the graph, draws raw_cdrs, the normalized tables and the
     # per-day aggregates below them.
     show_cdr_group(page, dagster_dev)
-    for name in EXPECTED[CDR_GROUP]:
+    for name in DRAWN:
         assert name in graph_node(page, name)
 
 
 def test_backfill_launched_from_ui_materializes_and_checks(
-    dagster_dev: DagsterDev, page: Page
+    dagster_dev: DagsterDev, browser: Browser, page: Page
 ) -> None:
     # Asset page of raw_cdrs -> "Materialize…" -> the partition selection dialog.
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}")
-    page.locator("button", has_text="Materialize…").click()
+    page.get_by_role("button", name="Materialize…").click()
     selection = page.get_by_placeholder("No matching partitions")
     selection.fill(f"[{BACKFILL_KEYS[0]}...{BACKFILL_KEYS[-1]}]")
     selection.press("Enter")
@@ -175,29 +203,40 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     expect(page.get_by_text(f"Materialized ({len(materialized)})")).to_be_visible()
     # ... and the blocking row-count check's result on its Checks tab.
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=checks")
-    check = page.locator("button, a, div").filter(has_text=ROW_COUNT_CHECK)
-    expect(check.filter(has_text="Succeeded").last).to_be_visible()
+    check = page.get_by_text(re.compile(rf"{re.escape(ROW_COUNT_CHECK)}.*Succeeded"))
+    expect(check.first).to_be_visible()
     expect(page.get_by_text("Passed", exact=True).first).to_be_visible()
 
     # The lineage graph: raw_cdrs partly filled (3 or 5 of 6 days), its check passed.
     show_cdr_group(page, dagster_dev)
-    raw = graph_node(page, RAW_CDRS)
+    assert RAW_CDRS in graph_node(page, RAW_CDRS)
     # Zoomed out, the graph draws names only; zoom in until the node shows its status (the
     # fitted scale depends on the graph's width, which grew with the report group).
-    zoom_in = page.locator("button:has([aria-label='zoom_in'])").first
+    zoom_in = page.get_by_role("button", name="zoom_in", exact=True)
+    node = node_showing(page, RAW_CDRS, "Passed", "filled")
     for _ in range(8):
-        if "Passed" in raw:
+        if node.count():
             break
         zoom_in.click()
         page.wait_for_timeout(500)
-        raw = graph_node(page, RAW_CDRS)
+    raw = node.text_content() or ""
     assert "1 / 1 Passed" in raw, raw
     assert f"{round(100 * len(materialized) / len(PARTITION_KEYS))}% filled" in raw, raw
+    # The element read is the raw_cdrs node alone, not a box around several nodes.
+    assert [name for name in DRAWN if node.get_by_text(name, exact=True).count()] == [RAW_CDRS]
 
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     shot = ARTIFACTS_DIR / "ui_asset_graph_after_backfill.png"
+    region = page_region(node)
     page.screenshot(path=str(shot))
-    assert shot.stat().st_size > 10_000
+    # The saved image is the window, and the node just read is drawn in it: its name, status
+    # and fill bar take many colours where a blank or unrendered area takes one.
+    image = measure(browser, shot.read_bytes(), [region])
+    assert (image.width, image.height) == (VIEWPORT["width"], VIEWPORT["height"])
+    x, y, width, height = region
+    assert 0 <= x <= x + width <= image.width, region  # wholly on screen
+    assert 0 <= y <= y + height <= image.height, region
+    assert image.colours[0] >= 8, image.colours
 
 
 def test_cdrs_asset_page_lists_its_described_columns(dagster_dev: DagsterDev, page: Page) -> None:
