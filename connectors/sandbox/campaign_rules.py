@@ -6,9 +6,6 @@ path, and returns the normalized value (what is stored when no error was added).
 runs them.
 """
 
-# One signature `(errs, path, value, ctx)` for every rule of the dispatch table, used or not.
-# ruff: noqa: ARG001
-
 from __future__ import annotations
 
 import re
