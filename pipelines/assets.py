@@ -124,15 +124,28 @@ def markdown_preview(df: pl.DataFrame, rows: int = PREVIEW_ROWS, max_cols: int =
     return "\n".join(lines)
 
 
-def _timing(rows: int, seconds: float) -> dict[str, Any]:
-    return {
-        "seconds": round(seconds, 3),
-        "rows_per_s": round(rows / seconds, 1) if seconds > 0 else 0.0,
-    }
-
-
-def _preview(frame: pl.DataFrame | None) -> dg.MetadataValue:
-    return dg.MetadataValue.md(markdown_preview(frame) if frame is not None else "_(empty)_")
+def _landed(
+    table: str,
+    rows: int,
+    preview: pl.DataFrame | None,
+    timed: tuple[int, float],
+    **extra: Any,
+) -> dg.MaterializeResult[Any]:
+    """A table's materialization: its rows, what else the step knows, the step's throughput
+    (`timed`: rows the step handled, seconds) and a preview."""
+    handled, seconds = timed
+    return dg.MaterializeResult(
+        asset_key=table,
+        metadata={
+            "dagster/row_count": rows,
+            **extra,
+            "seconds": round(seconds, 3),
+            "rows_per_s": round(handled / seconds, 1) if seconds > 0 else 0.0,
+            "preview": dg.MetadataValue.md(
+                markdown_preview(preview) if preview is not None else "_(empty)_"
+            ),
+        },
+    )
 
 
 def build_cdr_assets(
@@ -202,29 +215,25 @@ def build_cdr_assets(
             stats, checks = renormalize_day(lake, partition, tables)
         seconds = time.perf_counter() - begun
         if RAW_CDRS in selected:
-            yield dg.MaterializeResult(
-                asset_key=RAW_CDRS,
-                metadata={
-                    "dagster/row_count": stats.rows,
-                    "api_total": stats.api_total,
-                    "pages": stats.pages,
-                    "sub_windows": len(stats.windows),
-                    "bytes": stats.bytes,
-                    **_timing(stats.rows, seconds),
-                    "preview": _preview(stats.previews.get(RAW_CDRS)),
-                },
+            yield _landed(
+                RAW_CDRS,
+                stats.rows,
+                stats.previews.get(RAW_CDRS),
+                (stats.rows, seconds),
+                api_total=stats.api_total,
+                pages=stats.pages,
+                sub_windows=len(stats.windows),
+                bytes=stats.bytes,
             )
             yield row_count_result(stats.rows, stats.api_total)
         if withheld or not tables:
             return  # blocking: nothing typed is published from a day that does not add up
         for table in tables:
-            yield dg.MaterializeResult(
-                asset_key=table,
-                metadata={
-                    "dagster/row_count": stats.counts.get(table, 0),
-                    **_timing(stats.rows, seconds),
-                    "preview": _preview(stats.previews.get(table)),
-                },
+            yield _landed(
+                table,
+                stats.counts.get(table, 0),
+                stats.previews.get(table),
+                (stats.rows, seconds),
             )
 
         def written_ids() -> Iterator[pl.Series]:
@@ -296,17 +305,15 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         warehouse.refresh_views()
         for table in source.tables:
             frame = frames[table]
-            yield dg.MaterializeResult(
-                asset_key=table,
-                metadata={
-                    "dagster/row_count": frame.height,
-                    "api_records": fetched.records,
-                    "api_requests": fetched.requests,
-                    "snapshot_at": taken_at.isoformat(timespec="milliseconds"),
-                    "partition": key,
-                    **_timing(frame.height, seconds),
-                    "preview": dg.MetadataValue.md(markdown_preview(frame)),
-                },
+            yield _landed(
+                table,
+                frame.height,
+                frame,
+                (frame.height, seconds),
+                api_records=fetched.records,
+                api_requests=fetched.requests,
+                snapshot_at=taken_at.isoformat(timespec="milliseconds"),
+                partition=key,
             )
 
     return snapshot

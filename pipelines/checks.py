@@ -10,6 +10,7 @@ snapshot checks read the latest snapshot of each table.
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -75,6 +76,7 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         description="No record was quarantined, and raw = cdrs + quarantine rows (none dropped).",
     ),
 )
+_CHECK_ASSETS: dict[str, dg.AssetKey] = {spec.name: spec.asset_key for spec in CDR_CHECK_SPECS}
 
 
 def _sample(values: pl.Series) -> list[str]:
@@ -161,80 +163,77 @@ class DayChecks:
             + [f"{t}.id" for t in TABLE_TYPES]
         }
         return [
-            dg.AssetCheckResult(
-                asset_key="cdrs",
-                check_name="cdrs_ids_unique",
-                passed=dup_hashes.len() == 0,
-                metadata={
-                    "rows": hashes.len(),
-                    "duplicate_ids": dup_hashes.len(),
-                    "sample": _sample(dupes),
-                },
+            _result(
+                "cdrs_ids_unique",
+                dup_hashes.len() == 0,
+                rows=hashes.len(),
+                duplicate_ids=dup_hashes.len(),
+                sample=_sample(dupes),
             ),
-            dg.AssetCheckResult(
-                asset_key="cdrs",
-                check_name="cdrs_started_at_in_window",
-                passed=self.outside == 0,
-                metadata={
-                    "window_start": start.isoformat(),
-                    "window_end": end.isoformat(),
-                    "outside": self.outside,
-                    "sample": self.outside_sample,
-                },
+            _result(
+                "cdrs_started_at_in_window",
+                self.outside == 0,
+                window_start=start.isoformat(),
+                window_end=end.isoformat(),
+                outside=self.outside,
+                sample=self.outside_sample,
             ),
-            dg.AssetCheckResult(
-                asset_key="cdrs",
-                check_name="cdrs_keys_not_null",
-                passed=not any(nulls.values()),
-                metadata={"null_counts": nulls},
-            ),
-            dg.AssetCheckResult(
-                asset_key="cdrs",
-                check_name="cdrs_type_tables_add_up",
-                passed=all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
+            _result("cdrs_keys_not_null", not any(nulls.values()), null_counts=nulls),
+            _result(
+                "cdrs_type_tables_add_up",
+                all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
                 and typed + unknown == cdrs_rows,
-                metadata={
-                    "cdrs": cdrs_rows,
-                    "typed_rows": typed,
-                    "unknown_type_rows": unknown,
-                    "by_table": compare,
-                },
+                cdrs=cdrs_rows,
+                typed_rows=typed,
+                unknown_type_rows=unknown,
+                by_table=compare,
             ),
-            dg.AssetCheckResult(
-                asset_key="cdrs",
-                check_name="cdrs_users_known",
-                passed=missing.len() == 0,
+            _result(
+                "cdrs_users_known",
+                missing.len() == 0,
                 # A warning: the users snapshot may simply be older than the newest agents.
                 severity=dg.AssetCheckSeverity.WARN,
-                metadata={
-                    "cdr_users": users.len(),
-                    "known_users": known_users.len(),
-                    "unknown_users": missing.len(),
-                    "sample": _sample(missing),
-                },
+                cdr_users=users.len(),
+                known_users=known_users.len(),
+                unknown_users=missing.len(),
+                sample=_sample(missing),
             ),
-            dg.AssetCheckResult(
-                asset_key="cdr_quarantine",
-                check_name="cdr_quarantine_empty",
-                passed=self.quarantined == 0 and self.raw_rows == cdrs_rows + self.quarantined,
-                metadata={
-                    "raw_rows": self.raw_rows,
-                    "cdrs_rows": cdrs_rows,
-                    "quarantined": self.quarantined,
-                    "reasons": dict(list(self.reasons.items())[:SAMPLE]),
-                    "sample": self.quarantine_sample,
-                },
+            _result(
+                "cdr_quarantine_empty",
+                self.quarantined == 0 and self.raw_rows == cdrs_rows + self.quarantined,
+                raw_rows=self.raw_rows,
+                cdrs_rows=cdrs_rows,
+                quarantined=self.quarantined,
+                reasons=dict(list(self.reasons.items())[:SAMPLE]),
+                sample=self.quarantine_sample,
             ),
         ]
 
 
+def _result(
+    check: str,
+    passed: bool,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    **metadata: Any,
+) -> dg.AssetCheckResult:
+    """One CDR check's result, on the asset its spec names."""
+    return dg.AssetCheckResult(
+        asset_key=_CHECK_ASSETS[check],
+        check_name=check,
+        passed=passed,
+        severity=severity,
+        metadata=metadata,
+    )
+
+
 def row_count_result(rows: int, api_total: int) -> dg.AssetCheckResult:
     """The blocking check: rows written equal the API's metadata.total of the day's windows."""
-    return dg.AssetCheckResult(
-        asset_key=RAW_CDRS,
-        check_name=ROW_COUNT_CHECK,
-        passed=rows == api_total,
-        metadata={"rows": rows, "api_total": api_total, "difference": rows - api_total},
+    return _result(
+        ROW_COUNT_CHECK,
+        rows == api_total,
+        rows=rows,
+        api_total=api_total,
+        difference=rows - api_total,
     )
 
 
