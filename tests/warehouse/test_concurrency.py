@@ -7,6 +7,7 @@ import datetime as dt
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -67,35 +68,59 @@ def sql_args(query: str, **kw: object) -> argparse.Namespace:
 
 def test_sql_runs_while_a_pipeline_writes_and_rebuilds(fresh, capsys) -> None:
     stop = threading.Event()
+    started = threading.Event()
     errors: list[BaseException] = []
-    rebuilds = 0
+    # (start, end) of each write + rebuild of the pipeline and of each `cdrhouse sql` run.
+    spans: list[tuple[float, float]] = []
+    reads: list[tuple[float, float]] = []
 
     def pipeline() -> None:
-        nonlocal rebuilds
         try:
             i = 0
-            while not stop.is_set() or rebuilds < 2:
+            while not stop.is_set() or len(spans) < 2:
+                begun = time.monotonic()
+                started.set()
                 write_day(fresh.lake, fresh.dataset, START + dt.timedelta(days=i % 3))
                 build_warehouse(fresh.data_dir)
-                rebuilds += 1
+                spans.append((begun, time.monotonic()))
                 i += 1
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
     writer = threading.Thread(target=pipeline)
     writer.start()
-    codes = []
+
+    def rebuilt_during_reads() -> int:
+        """Rebuilds that ended after the first read began and before the last read ended."""
+        if not reads:
+            return 0
+        return sum(reads[0][0] < end < reads[-1][1] for _, end in list(spans))
+
+    codes: list[int] = []
     try:
-        for _ in range(15):
+        # Reads start once the first write has, never before the writer is under way, and go
+        # on until the pipeline has rebuilt the warehouse twice under them.
+        assert started.wait(timeout=60)
+        deadline = time.monotonic() + 120
+        while len(codes) < 15 or rebuilt_during_reads() < 2:
+            assert time.monotonic() < deadline, "the pipeline did not rebuild while reads ran"
+            begun = time.monotonic()
             codes.append(
                 cli.run(sql_args("SELECT sum(cdrs) AS n FROM rpt_daily_volume"), fresh.data_dir)
             )
+            reads.append((begun, time.monotonic()))
     finally:
         stop.set()
         writer.join(timeout=120)
     assert not errors
+    rebuilds = len(spans)
     assert rebuilds >= 2
-    assert codes == [0] * 15
+    assert len(codes) >= 15
+    assert codes == [0] * len(codes)
+    # Every read ran while the pipeline was at work: after its first write began and before its
+    # last rebuild ended; and two rebuilds or more finished between the first and the last read.
+    assert all(spans[0][0] <= start and end <= spans[-1][1] for start, end in reads)
+    assert rebuilt_during_reads() >= 2
     out = capsys.readouterr().out
     # Every answer is the full, consistent count: partitions are swapped whole.
     totals = {line.strip() for line in out.splitlines() if line.strip().isdigit()}
