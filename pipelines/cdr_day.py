@@ -41,11 +41,12 @@ NORMALIZED_TABLES: Mapping[str, str] = {
     "cdr_hlr_lookups": "cdr_hlr_lookups",
     "cdr_quarantine": "quarantine",
 }
-# Records per row group (~10-20 MB of JSON): the unit of writing and of normalization.
-ROW_GROUP_ROWS = 10_000
+# Records per row group (~4-8 MB of JSON): the unit of writing and of normalization. Half of
+# 10k cuts ~40 MB of a day's peak RSS for ~5% more CPU (bench/RESULTS.md).
+ROW_GROUP_ROWS = 5_000
 PREVIEW_ROWS = 5
 # Decoded pages handed to the writer thread and not yet written: bounds memory.
-WRITE_AHEAD_PAGES = 4
+WRITE_AHEAD_PAGES = 2
 RAW_COLUMNS = RAW_SPEC.column_names
 
 

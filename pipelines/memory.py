@@ -1,0 +1,46 @@
+"""Allocator settings that keep a CDR day's working set small, applied when `pipelines` loads.
+
+A day streams through three allocators: polars' jemalloc, Arrow's memory pool and glibc's
+malloc (Python objects, msgspec). With their defaults each keeps what the last row groups freed
+(jemalloc for 0.5-1 s, Arrow's mimalloc per thread, glibc in one arena per thread), and their
+high-water marks add up: about 90 MB of a 1M-CDR day's peak RSS (`bench/RESULTS.md`). So:
+
+* polars' jemalloc: 2 arenas (one per core) and freed pages purged by jemalloc's background
+  thread after 100 ms. Polars reads `_RJEM_MALLOC_CONF` when it is first imported (its own
+  documented hook, pola-rs/polars#18088), so this only takes effect before that import;
+* Arrow: the system allocator (`ARROW_DEFAULT_MEMORY_POOL`, read on first use), so Parquet
+  buffers go back to the same glibc arenas as everything else;
+* glibc: at most 2 malloc arenas (`mallopt(M_ARENA_MAX)`), instead of 8 per core.
+
+A variable already set in the environment wins, so a deployment can tune or undo each one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import MutableMapping
+
+POLARS_JEMALLOC = "narenas:2,dirty_decay_ms:100,muzzy_decay_ms:0,background_thread:true"
+ARROW_POOL = "system"
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
+
+
+def bound_allocators(environ: MutableMapping[str, str] = os.environ) -> list[str]:
+    """Apply what still can be; returns the settings applied (for logs and tests)."""
+    applied: list[str] = []
+    if "polars" not in sys.modules and "_RJEM_MALLOC_CONF" not in environ:
+        environ["_RJEM_MALLOC_CONF"] = POLARS_JEMALLOC
+        applied.append("_RJEM_MALLOC_CONF")
+    if "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in environ:
+        environ["ARROW_DEFAULT_MEMORY_POOL"] = ARROW_POOL
+        applied.append("ARROW_DEFAULT_MEMORY_POOL")
+    if "MALLOC_ARENA_MAX" not in environ and sys.platform == "linux":
+        try:
+            if ctypes.CDLL(None).mallopt(_M_ARENA_MAX, MALLOC_ARENAS) == 1:
+                applied.append("M_ARENA_MAX")
+        except (OSError, AttributeError):  # not glibc (musl has no mallopt): nothing to bound
+            pass
+    return applied
