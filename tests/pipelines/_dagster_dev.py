@@ -15,13 +15,14 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.support.clock import TestClock
 from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,13 +36,16 @@ _SCRUBBED_ENV = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_DATA
 # Few, small daily partitions (knobs read by pipelines/definitions.py): the UI test backfills
 # the three oldest days, the GraphQL test the newest, so the two never touch the same partition.
 DAYS = 6
-START = datetime.now(UTC).date() - timedelta(days=DAYS)
-PARTITION_KEYS = tuple((START + timedelta(days=i)).isoformat() for i in range(DAYS))
-SMALL_ENV = {
-    "CC_API_BASE_URL": "sandbox",  # what `make dev` sets; unset would be no source at all
-    "CDRHOUSE_START_DATE": START.isoformat(),
-    "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
-}
+
+
+def small_env(start: date) -> dict[str, str]:
+    """The shared `dagster dev`'s knobs: the bundled sandbox, small days from `start`."""
+    return {
+        "CC_API_BASE_URL": "sandbox",  # what `make dev` sets; unset would be no source at all
+        "CDRHOUSE_START_DATE": start.isoformat(),
+        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+    }
+
 
 BACKFILL_DONE = frozenset({"COMPLETED", "COMPLETED_SUCCESS"})
 BACKFILL_FAILED = frozenset({"FAILED", "COMPLETED_FAILED", "CANCELED"})
@@ -71,6 +75,12 @@ query BackfillStatus($id: String!) {
 }
 """
 
+
+PARTITION_KEYS_QUERY = """
+query PartitionKeys($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) { ... on AssetNode { partitionKeys } }
+}
+"""
 
 ASSET_STATUS_QUERY = """
 query Partitions($key: AssetKeyInput!) {
@@ -159,6 +169,11 @@ class DagsterDev:
             for c in node["assetChecksOrError"]["checks"]
         }
         return AssetStatus(materialized, checks)
+
+    def partition_keys(self, key: str) -> tuple[str, ...]:
+        """The asset's partitions as the running instance sees them (its clock ends them)."""
+        node = self.graphql(PARTITION_KEYS_QUERY, {"key": {"path": [key]}})["assetNodeOrError"]
+        return tuple(node["partitionKeys"])
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -278,9 +293,10 @@ _SHARED = pytest.StashKey[DagsterDev]()
 
 
 def shared_dagster_dev(
-    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
 ) -> DagsterDev:
-    """One `dagster dev` for the whole session, stopped when pytest finishes.
+    """One `dagster dev` for the whole session, stopped when pytest finishes, its partitions
+    starting `DAYS` days before the session's today.
 
     Starting and stopping one costs ~30-50 s on 2 cores, so the UI and the GraphQL test modules
     share it (a fixture imported into two modules would be two fixtures, hence the stash).
@@ -289,7 +305,10 @@ def shared_dagster_dev(
     if dev is None:
         stack = contextlib.ExitStack()
         dev = stack.enter_context(
-            run_dagster_dev(tmp_path_factory.mktemp("dagster_dev"), extra_env=SMALL_ENV)
+            run_dagster_dev(
+                tmp_path_factory.mktemp("dagster_dev"),
+                extra_env=small_env(clock.days_ago(DAYS)),
+            )
         )
         config.add_cleanup(stack.close)
         config.stash[_SHARED] = dev

@@ -10,24 +10,20 @@ from __future__ import annotations
 import pytest
 
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
-from tests.pipelines._dagster_dev import (
-    LAUNCH_BACKFILL,
-    PARTITION_KEYS,
-    DagsterDev,
-    shared_dagster_dev,
-)
+from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, shared_dagster_dev
+from tests.support.clock import TestClock
 
 
 @pytest.fixture(scope="module")
 def dagster_dev(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
 ) -> DagsterDev:
-    return shared_dagster_dev(pytestconfig, tmp_path_factory)
+    return shared_dagster_dev(pytestconfig, tmp_path_factory, clock)
 
 
 def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDev) -> None:
     # The newest two days of raw CDRs, as a nightly catch-up script would ask for them.
-    partitions = list(PARTITION_KEYS[-2:])
+    partitions = list(dagster_dev.partition_keys(RAW_CDRS)[-2:])
     result = dagster_dev.graphql(
         LAUNCH_BACKFILL,
         {

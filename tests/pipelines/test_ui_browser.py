@@ -21,12 +21,8 @@ from models.tables import TABLES
 from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from pipelines.report import REPORT_GROUP
-from tests.pipelines._dagster_dev import (
-    ARTIFACTS_DIR,
-    PARTITION_KEYS,
-    DagsterDev,
-    shared_dagster_dev,
-)
+from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, shared_dagster_dev
+from tests.support.clock import TestClock
 from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
 from tests.support.screenshots import measure, page_region
 
@@ -46,8 +42,6 @@ LAUNCH_ARGS = [
 # Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
 VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
 
-BACKFILL_KEYS = PARTITION_KEYS[:3]
-
 # Every group and its pinned assets (tests/support/keys.py): a rename is never silent.
 EXPECTED = {
     CDR_GROUP: CDR_ASSETS | AGG_ASSETS,
@@ -63,11 +57,11 @@ ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
 @pytest.fixture(scope="module")
 def dagster_dev(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
 ) -> DagsterDev:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
-    return shared_dagster_dev(pytestconfig, tmp_path_factory)
+    return shared_dagster_dev(pytestconfig, tmp_path_factory, clock)
 
 
 @pytest.fixture(scope="module")
@@ -176,11 +170,14 @@ def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
 def test_backfill_launched_from_ui_materializes_and_checks(
     dagster_dev: DagsterDev, browser: Browser, page: Page
 ) -> None:
+    # The partitions as the instance sees them: its clock, not the test's, decides the last.
+    partition_keys = dagster_dev.partition_keys(RAW_CDRS)
+    backfill_keys = partition_keys[:3]
     # Asset page of raw_cdrs -> "Materialize…" -> the partition selection dialog.
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}")
     page.get_by_role("button", name="Materialize…").click()
     selection = page.get_by_placeholder("No matching partitions")
-    selection.fill(f"[{BACKFILL_KEYS[0]}...{BACKFILL_KEYS[-1]}]")
+    selection.fill(f"[{backfill_keys[0]}...{backfill_keys[-1]}]")
     selection.press("Enter")
     expect(page.get_by_text("3 partitions", exact=True)).to_be_visible()
     page.get_by_role("button", name="Launch backfill").click()
@@ -196,7 +193,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
 
     # The GraphQL test may have filled other days of the same instance: count them all.
     materialized = dagster_dev.asset_status(RAW_CDRS).materialized
-    assert set(BACKFILL_KEYS) <= materialized
+    assert set(backfill_keys) <= materialized
 
     # The materializations show on the asset's Partitions tab ...
     open_ui(page, f"{dagster_dev.url}/assets/{RAW_CDRS}?view=partitions")
@@ -221,7 +218,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
         page.wait_for_timeout(500)
     raw = node.text_content() or ""
     assert "1 / 1 Passed" in raw, raw
-    assert f"{round(100 * len(materialized) / len(PARTITION_KEYS))}% filled" in raw, raw
+    assert f"{round(100 * len(materialized) / len(partition_keys))}% filled" in raw, raw
     # The element read is the raw_cdrs node alone, not a box around several nodes.
     assert [name for name in DRAWN if node.get_by_text(name, exact=True).count()] == [RAW_CDRS]
 
