@@ -24,9 +24,10 @@ import polars as pl
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
 from warehouse.decode import decode_page
-from warehouse.duck import build_warehouse, connect, reporting_sql_files
+from warehouse.duck import build_warehouse, connect
 from warehouse.lake import Lake, partition_key
 from warehouse.normalize import normalize
+from warehouse.viewsql import reporting_sql_files
 
 START = dt.date(2026, 1, 1)
 

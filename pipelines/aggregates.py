@@ -14,7 +14,8 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.resources import WarehouseResource
-from warehouse.duck import AGG_SOURCES, aggregate_day, aggregate_names
+from warehouse.duck import AGG_SOURCES, aggregate_day
+from warehouse.viewsql import aggregate_names
 
 VOLUME_AGG = "agg_daily_volume"
 VOLUME_CHECK = "agg_daily_volume_matches_cdrs"

@@ -27,7 +27,7 @@ from pathlib import Path
 import dagster as dg
 
 from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TYPE_TABLES, TableSpec
-from warehouse.duck import aggregate_names, duck_type, reporting_sql_files, view_name
+from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 DEFAULT_OWNERS = ("team:cdrhouse",)
 WAREHOUSE_CATALOG = "warehouse.main"  # `warehouse.duckdb` opened by path: catalog `warehouse`

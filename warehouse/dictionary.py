@@ -15,8 +15,9 @@ from pathlib import Path
 import duckdb
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
-from warehouse.duck import create_views, duck_type, reporting_sql_files, view_name
+from warehouse.duck import create_views
 from warehouse.lake import Lake
+from warehouse.viewsql import duck_type, reporting_sql_files, view_name
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)

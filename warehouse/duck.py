@@ -24,19 +24,28 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pyarrow as pa
 
 from models import tables as tables_module
-from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
+from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
+from warehouse.viewsql import (
+    aggregate_names,
+    base_view_sql,
+    current_sql,
+    empty_select,
+    history_sql,
+    lit,
+    q,
+    reporting_sql_files,
+    view_name,
+)
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
@@ -55,130 +64,8 @@ LAKE_PARTITIONS = (
     ("num_rows", "BIGINT"),
     ("file", "VARCHAR"),
 )
-SQL_DIR = Path(__file__).parent / "sql"
-SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
 # Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
 AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
-_AGG_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(agg_\w+)\s+AS", re.IGNORECASE)
-
-
-def duck_type(dtype: pl.DataType) -> str:
-    """DuckDB type of a polars dtype (the ones the table specs use)."""
-    if isinstance(dtype, pl.Decimal):
-        return f"DECIMAL({dtype.precision}, {dtype.scale})"
-    if isinstance(dtype, pl.List):
-        return f"{duck_type(dtype.inner)}[]"  # type: ignore[arg-type]
-    if isinstance(dtype, pl.Datetime):
-        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
-    simple = {
-        pl.String: "VARCHAR",
-        pl.Int64: "BIGINT",
-        pl.Int32: "INTEGER",
-        pl.Float64: "DOUBLE",
-        pl.Boolean: "BOOLEAN",
-        pl.Date: "DATE",
-    }
-    for cls, name in simple.items():
-        if isinstance(dtype, cls):
-            return name
-    raise TypeError(f"no DuckDB type for {dtype}")
-
-
-def _q(ident: str) -> str:
-    return '"' + ident.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def view_name(spec: TableSpec) -> str:
-    """Name of the view over all partitions of a lake table."""
-    if spec.kind == "snapshot" and spec is not BALANCE_SNAPSHOTS:
-        return f"{spec.name}_snapshots"
-    return spec.name
-
-
-def _empty_select(columns: Sequence[tuple[str, str]]) -> str:
-    """An empty view of typed columns keeps queries valid while a table has no files."""
-    nulls = ", ".join(f"CAST(NULL AS {ctype}) AS {_q(name)}" for name, ctype in columns)
-    return f"SELECT {nulls} WHERE false"
-
-
-def _empty_sql(spec: TableSpec) -> str:
-    return _empty_select([(c.name, duck_type(c.dtype)) for c in spec.columns])
-
-
-def _base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
-    typed = ", ".join(
-        f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" for c in spec.columns
-    )
-    if day and spec.partition_key != "date":
-        return _empty_sql(spec)  # one day's aggregates read only that day's CDR tables
-    if day:
-        key = f"date={day}"
-        if not lake.exists(spec.name, key):
-            return _empty_sql(spec)
-        pattern = lake.partition_url(spec.name, key)
-    else:
-        if not lake.partitions(spec.name):
-            return _empty_sql(spec)
-        pattern = lake.table_glob(spec.name)
-    hive = f"{{{_lit(spec.partition_key)}: 'DATE'}}" if spec.partition_key else "{}"
-    return (
-        f"SELECT {typed} FROM read_parquet({_lit(pattern)}, hive_partitioning = true, "
-        f"hive_types = {hive}, union_by_name = true)"
-    )
-
-
-def _current_sql(spec: TableSpec) -> str:
-    src = _q(view_name(spec))
-    return (
-        f"SELECT * EXCLUDE (snapshot_date) FROM {src} "
-        f"WHERE snapshot_date = (SELECT max(snapshot_date) FROM {src})"
-    )
-
-
-def _history_sql(spec: TableSpec) -> str:
-    """Islands of identical rows per key over consecutive snapshots -> valid_from/valid_to.
-
-    valid_to is the first snapshot date on which the version no longer held (exclusive), NULL
-    while it still holds. A key that disappears and comes back gets two versions.
-    """
-    src = _q(view_name(spec))
-    key = ", ".join(_q(k) for k in spec.history_key)
-    values = ", ".join(_q(c) for c in spec.column_names if c not in SNAPSHOT_COLUMNS)
-    return f"""
-WITH d AS (
-    SELECT snapshot_date,
-           row_number() OVER (ORDER BY snapshot_date) AS _n,
-           lead(snapshot_date) OVER (ORDER BY snapshot_date) AS _next
-    FROM (SELECT DISTINCT snapshot_date FROM {src})
-),
-x AS (
-    SELECT s.*, d._n, d._next, hash({values}) AS _h
-    FROM {src} s JOIN d USING (snapshot_date)
-),
-y AS (
-    SELECT *, _n - row_number() OVER (PARTITION BY {key}, _h ORDER BY _n) AS _grp FROM x
-),
-z AS (
-    SELECT *, min(snapshot_date) OVER (PARTITION BY {key}, _h, _grp) AS _first FROM y
-    QUALIFY row_number() OVER (PARTITION BY {key}, _h, _grp ORDER BY _n DESC) = 1
-)
-SELECT * EXCLUDE (_n, _next, _h, _grp, _first, snapshot_date, snapshot_at),
-       _first AS valid_from,
-       _next AS valid_to,
-       _next IS NULL AS is_current
-FROM z"""
-
-
-def reporting_sql_files() -> list[Path]:
-    return sorted(SQL_DIR.glob("*.sql"))
-
-
-def aggregate_names() -> list[str]:
-    return [m for p in reporting_sql_files() for m in _AGG_RE.findall(p.read_text())]
 
 
 def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
@@ -212,22 +99,22 @@ def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     """`lake_info` (the lake's URI and source) and `lake_partitions` (provenance per file)."""
     source = lake.source()
     con.execute(
-        f"CREATE OR REPLACE VIEW {LAKE_INFO_VIEW} AS SELECT {_lit(lake.uri)} AS lake_uri, "
-        f"CAST({_lit(source) if source else 'NULL'} AS VARCHAR) AS source"
+        f"CREATE OR REPLACE VIEW {LAKE_INFO_VIEW} AS SELECT {lit(lake.uri)} AS lake_uri, "
+        f"CAST({lit(source) if source else 'NULL'} AS VARCHAR) AS source"
     )
     has_files = any(lake.partitions(spec.name) for spec in ALL_TABLES)
     if not has_files:
         con.execute(
-            f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS {_empty_select(LAKE_PARTITIONS)}"
+            f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS {empty_select(LAKE_PARTITIONS)}"
         )
         return
-    files = _lit(lake.files_glob())
+    files = lit(lake.files_glob())
     con.execute(
         f"""CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS
 SELECT split_part(k.file_name, '/', -3) AS table_name,
        split_part(k.file_name, '/', -2) AS partition_key,
-       max(CASE WHEN decode(k.key) = {_lit(META_SOURCE)} THEN decode(k.value) END) AS source,
-       CAST(max(CASE WHEN decode(k.key) = {_lit(META_WRITTEN_AT)} THEN decode(k.value) END)
+       max(CASE WHEN decode(k.key) = {lit(META_SOURCE)} THEN decode(k.value) END) AS source,
+       CAST(max(CASE WHEN decode(k.key) = {lit(META_WRITTEN_AT)} THEN decode(k.value) END)
             AS TIMESTAMPTZ) AS written_at,
        any_value(m.num_rows) AS num_rows,
        k.file_name AS file
@@ -248,14 +135,14 @@ def create_views(
     register_lake(con, lake)
     for spec in ALL_TABLES:
         name = view_name(spec)
-        con.execute(f"CREATE OR REPLACE VIEW {_q(name)} AS {_base_view_sql(spec, lake, day)}")
+        con.execute(f"CREATE OR REPLACE VIEW {q(name)} AS {base_view_sql(spec, lake, day)}")
         if spec.kind != "snapshot":
             continue
         current = "balance" if spec is BALANCE_SNAPSHOTS else spec.name
-        con.execute(f"CREATE OR REPLACE VIEW {_q(current)} AS {_current_sql(spec)}")
+        con.execute(f"CREATE OR REPLACE VIEW {q(current)} AS {current_sql(spec)}")
         if spec.history_key:
             con.execute(
-                f"CREATE OR REPLACE VIEW {_q(spec.name + '_history')} AS {_history_sql(spec)}"
+                f"CREATE OR REPLACE VIEW {q(spec.name + '_history')} AS {history_sql(spec)}"
             )
     for path in reporting_sql_files():
         # One statement at a time: a file holds the agg_* view and the rpt_* view on top.
@@ -272,11 +159,11 @@ def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str)
     """Swap an `agg_*` view for a scan of its materialized per-day Parquet files."""
     if not lake.partitions(agg):
         return  # nothing materialized: the view computes from the CDR tables
-    cols = con.execute(f"DESCRIBE {_q(agg)}").fetchall()
-    typed = ", ".join(f"CAST({_q(c[0])} AS {c[1]}) AS {_q(c[0])}" for c in cols)
-    pattern = _lit(lake.table_glob(agg))
+    cols = con.execute(f"DESCRIBE {q(agg)}").fetchall()
+    typed = ", ".join(f"CAST({q(c[0])} AS {c[1]}) AS {q(c[0])}" for c in cols)
+    pattern = lit(lake.table_glob(agg))
     con.execute(
-        f"CREATE OR REPLACE VIEW {_q(agg)} AS SELECT {typed} FROM read_parquet({pattern}, "
+        f"CREATE OR REPLACE VIEW {q(agg)} AS SELECT {typed} FROM read_parquet({pattern}, "
         "hive_partitioning = true, hive_types = {'date': 'DATE'}, union_by_name = true)"
     )
 
@@ -322,7 +209,7 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
     try:
         create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
         return {
-            agg: con.sql(f"SELECT * EXCLUDE (date) FROM {_q(agg)}").to_arrow_table()
+            agg: con.sql(f"SELECT * EXCLUDE (date) FROM {q(agg)}").to_arrow_table()
             for agg in aggregate_names()
             if only is None or agg in only
         }
@@ -358,7 +245,7 @@ def build_warehouse(
                     fingerprint = views_fingerprint(lake)
                 con.execute(
                     f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
-                    f"SELECT {_lit(fingerprint)} AS fingerprint"
+                    f"SELECT {lit(fingerprint)} AS fingerprint"
                 )
                 con.execute("CHECKPOINT")
                 break

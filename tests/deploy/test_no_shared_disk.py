@@ -24,8 +24,9 @@ import pytest
 from models.tables import ALL_TABLES
 from tests.deploy._services import MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
-from warehouse.duck import aggregate_names, connect
+from warehouse.duck import connect
 from warehouse.lake import Lake
+from warehouse.viewsql import aggregate_names
 
 POD_TIMEOUT_S = 300
 

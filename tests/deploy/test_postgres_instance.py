@@ -36,7 +36,8 @@ from pipelines.schedules import NIGHTLY_CRON
 from tests.deploy._services import DEPLOY_YAML, MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, run_dagster_dev
-from warehouse.duck import build_warehouse, connect, view_name
+from warehouse.duck import build_warehouse, connect
+from warehouse.viewsql import view_name
 
 # Generous: a backfill's runs (one subprocess per step) took ~2 min on an idle 2-core machine
 # and over 4 min on one shared with another test suite; the limits only catch a hang.

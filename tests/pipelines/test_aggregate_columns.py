@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pipelines.catalog import AGGREGATE_TYPES_FILE, column_schema, describe_aggregates
-from warehouse.duck import aggregate_names
+from warehouse.viewsql import aggregate_names
 
 
 def test_checked_in_aggregate_types_equal_duckdbs_description_of_the_views() -> None:

@@ -6,8 +6,9 @@ import datetime as dt
 
 import polars as pl
 
-from warehouse.duck import aggregate_names, build_warehouse, connect, materialize_aggregates
+from warehouse.duck import build_warehouse, connect, materialize_aggregates
 from warehouse.lake import partition_key
+from warehouse.viewsql import aggregate_names
 
 from .conftest import START, build_small
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from models.tables import ALL_TABLES
 from warehouse.dictionary import DOC_PATH, render
-from warehouse.duck import reporting_sql_files
+from warehouse.viewsql import reporting_sql_files
 
 
 def test_checked_in_dictionary_is_not_stale() -> None:
