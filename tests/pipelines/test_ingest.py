@@ -7,9 +7,7 @@ snapshot table is non-empty, and a second run over the same range leaves identic
 
 from collections.abc import Iterator
 from datetime import date, timedelta
-from typing import Any
 
-import duckdb
 import polars as pl
 import pytest
 
@@ -19,7 +17,7 @@ from pipelines.cli import CliError, main, validate_range
 from pipelines.partitions import DEFAULT_START_DATE, partition_window
 from pipelines.resources import ContactCenterResource
 from tests.support.clock import FAR_FUTURE, TestClock
-from tests.support.lake import read_table
+from tests.support.lake import one_row, read_table, warehouse
 from tests.support.served import ServedSandbox
 
 
@@ -29,7 +27,7 @@ def days(clock: TestClock) -> list[date]:
 
 
 def _cdr_counts(data_dir) -> dict[str, tuple[int, int]]:
-    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(data_dir) as con:
         rows = con.execute(
             "select date::varchar, count(distinct id), count(*) from cdrs group by 1"
         ).fetchall()
@@ -42,12 +40,6 @@ def _all_tables(data_dir) -> dict[str, pl.DataFrame]:
         "balance" if t.name == "balance_snapshots" else t.name for t in SNAPSHOT_TABLES
     ]
     return {name: read_table(data_dir, name, drop=("snapshot_at",)) for name in names}
-
-
-def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
-    row = con.execute(sql).fetchone()
-    assert row is not None, sql
-    return row
 
 
 def test_ingest_three_days_matches_the_api_and_is_idempotent(
@@ -74,16 +66,16 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
         assert total > 0
         assert counts[day.isoformat()] == (total, total), day
 
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(tmp_path) as con:
         by_type = dict(con.execute("select type, count(*) from cdrs group by 1").fetchall())
         for kind, spec in TYPE_TABLES.items():
-            (rows,) = _one(con, f"select count(*) from {spec.name}")
+            (rows,) = one_row(con, f"select count(*) from {spec.name}")
             assert rows == by_type.get(kind, 0), spec.name
         assert sum(by_type.values()) == sum(counts[d.isoformat()][0] for d in days)
-        (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
+        (quarantined,) = one_row(con, "select count(*) from cdr_quarantine")
         assert quarantined == 0
         for spec in SNAPSHOT_TABLES:
-            (rows,) = _one(con, f"select count(*) from {spec.name}")
+            (rows,) = one_row(con, f"select count(*) from {spec.name}")
             assert rows > 0, f"snapshot table {spec.name} is empty"
 
     first = _all_tables(tmp_path)

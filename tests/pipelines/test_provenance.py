@@ -11,7 +11,6 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 
 from connectors.sandbox import SandboxConfig
@@ -20,6 +19,7 @@ from pipelines.cli import main
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import TestClock
+from tests.support.lake import warehouse
 from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
 
@@ -74,7 +74,7 @@ def test_provenance_is_recorded_per_partition_and_visible_in_the_warehouse(
     assert lake.partition_source("raw_cdrs", f"date={day}") == _host(served)
     # The typed tables inherit the raw partition's source.
     assert lake.partition_source("cdr_calls", f"date={day}") == _host(served)
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(tmp_path) as con:
         rows = con.execute(
             "select table_name, partition_key, source, num_rows, written_at is not null "
             "from lake_partitions order by 1"

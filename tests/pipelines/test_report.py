@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import duckdb
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
@@ -32,6 +31,7 @@ from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
 from tests.pipelines.test_cli_startup import _heavy, _run
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
 from tests.support.clock import TestClock
+from tests.support.lake import warehouse
 from tests.support.screenshots import measure, page_region
 
 # What the sandbox showed for the ingested range, before and after the ingest.
@@ -161,7 +161,7 @@ def sql(
     data_dir: Path, query: str, window: tuple[date, date] | None = None
 ) -> list[tuple[Any, ...]]:
     """Rows of `query`; `$start` and `$end` are the report's window."""
-    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(data_dir) as con:
         params = {"start": window[0], "end": window[1]} if window is not None else None
         return con.execute(query, params).fetchall()
 

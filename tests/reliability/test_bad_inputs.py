@@ -13,7 +13,6 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pydantic
 import pytest
 
@@ -26,7 +25,7 @@ from pipelines.cli import IngestReport, main, run_ingest
 from pipelines.partitions import partition_window
 from tests.reliability.conftest import CDRS_PATH, LEDGER, NO_CDR_SCOPE_KEY
 from tests.support.clock import FAR_FUTURE
-from tests.support.lake import lake_files, tmp_files
+from tests.support.lake import lake_files, tmp_files, warehouse
 from tests.support.served import ServedSandbox
 
 
@@ -208,7 +207,7 @@ def test_wrong_typed_records_are_quarantined_counted_and_fail_the_check(
     quarantined = line.rows["cdr_quarantine"]
     assert quarantined > 0
     truth = served.sandbox.truth_cdrs(*partition_window(_day(served).isoformat()))
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(tmp_path) as con:
         reasons = con.execute("select id, reason from cdr_quarantine").fetchall()
         ids = {i for (i,) in con.execute("select id from cdrs").fetchall()}
     assert len(reasons) == quarantined

@@ -11,14 +11,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import dagster as dg
-import duckdb
 import pytest
 
 from connectors.sandbox import FaultConfig
 from pipelines.partitions import partition_window
 from pipelines.schedules import nightly_partition_keys
 from tests.reliability.conftest import CDRS_PATH, assert_exact, run_ok
-from tests.support.lake import warehouse_rows
+from tests.support.lake import one_row, warehouse, warehouse_rows
 from tests.support.served import ServedSandbox
 
 # The day of the cases that need only one: complete, inside the sandbox's data.
@@ -115,14 +114,6 @@ def test_revised_costs_land_at_their_latest_revision(served: ServedSandbox, tmp_
     assert len(changed) > 10, "the re-run replaced the revised costs"
 
 
-def _one(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
-) -> tuple[Any, ...]:
-    row = con.execute(sql, params).fetchone()
-    assert row is not None, sql
-    return row
-
-
 def test_schema_drift_keeps_extra_fields_and_unknown_types(served: ServedSandbox, tmp_path) -> None:
     served.sandbox.faults = FaultConfig(
         drift_extra_field=True, drift_unknown_type_rate=0.1, paths=(CDRS_PATH,)
@@ -130,12 +121,12 @@ def test_schema_drift_keeps_extra_fields_and_unknown_types(served: ServedSandbox
     day = served.clock.days_ago(DAYS_AGO)
     run_ok(served.defs(tmp_path), day)
     assert_exact(tmp_path, served.sandbox, day, case="schema-drift")
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
-        (unknown,) = _one(con, "select count(*) from cdrs where type = 'video_call'")
-        (with_extra,) = _one(con, "select count(*) from cdrs where extra like '%sentiment_v2%'")
-        (total,) = _one(con, "select count(*) from cdrs where date = ?", [day])
-        (quarantined,) = _one(con, "select count(*) from cdr_quarantine")
-        (raw_extra,) = _one(
+    with warehouse(tmp_path) as con:
+        (unknown,) = one_row(con, "select count(*) from cdrs where type = 'video_call'")
+        (with_extra,) = one_row(con, "select count(*) from cdrs where extra like '%sentiment_v2%'")
+        (total,) = one_row(con, "select count(*) from cdrs where date = ?", [day])
+        (quarantined,) = one_row(con, "select count(*) from cdr_quarantine")
+        (raw_extra,) = one_row(
             con, "select count(*) from raw_cdrs where record like '%\"sentiment_v2\"%'"
         )
     assert unknown > 0, "the unknown CDR type is kept in cdrs"
@@ -153,7 +144,7 @@ def test_clock_edge_lands_in_the_right_day_exactly_once(served: ServedSandbox, t
     assert_exact(tmp_path, served.sandbox, second, case="clock-edge")
     last_ms = datetime.combine(second, time(0), tzinfo=UTC) - timedelta(milliseconds=1)
     midnight = datetime.combine(second, time(0), tzinfo=UTC)
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with warehouse(tmp_path) as con:
         rows = con.execute(
             "select strftime(started_at, '%Y-%m-%dT%H:%M:%S.%g'), date::varchar, count(*) "
             "over (partition by id) from cdrs where started_at in (?, ?) order by 1",

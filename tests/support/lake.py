@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 
+from warehouse.duck import WAREHOUSE_FILE
 from warehouse.lake import MARKER_FILE
 
-WAREHOUSE_FILE = "warehouse.duckdb"
+
+@contextmanager
+def warehouse(data_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh read-only connection to `warehouse.duckdb`, as an analyst opens it."""
+    with duckdb.connect(str(data_dir / WAREHOUSE_FILE), read_only=True) as con:
+        yield con
+
+
+def one_row(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> tuple[Any, ...]:
+    """The single row `sql` returns (it must return one)."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return row
 
 
 def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.DataFrame:
     """A whole warehouse view, in a stable order, through a fresh read-only connection."""
-    with duckdb.connect(str(data_dir / WAREHOUSE_FILE), read_only=True) as con:
+    with warehouse(data_dir) as con:
         frame = pl.DataFrame(pl.from_arrow(con.sql(f'select * from "{table}"').to_arrow_table()))
     frame = frame.drop([c for c in drop if c in frame.columns])
     keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
@@ -24,7 +42,7 @@ def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.Dat
 
 def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple[str, str]]:
     """(id, cost) of one day as an analyst sees it through `warehouse.duckdb`."""
-    with duckdb.connect(str(data_dir / WAREHOUSE_FILE), read_only=True) as con:
+    with warehouse(data_dir) as con:
         rows = con.execute(
             f"select id, cost::varchar from {table} where date = ?", [day]
         ).fetchall()
