@@ -17,7 +17,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,7 @@ from tests.deploy._services import (
     start_moto,
     start_postgres,
 )
+from tests.support.clock import TestClock
 
 SEED = 23
 CDRS_PER_DAY = 350
@@ -48,8 +49,8 @@ class ServedApi:
     base_url: str
     api_key: str
     days: tuple[date, ...]
-    # The instant the sandbox's clock is frozen at (the fixture's one clock).
-    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The instant the sandbox's clock is frozen at (the session's clock).
+    now: datetime
     _truth: dict[date, DayTruth] = field(default_factory=dict)
 
     @property
@@ -112,15 +113,13 @@ def new_bucket(s3: MotoS3) -> str:
 
 
 @pytest.fixture(scope="session")
-def served_sandbox() -> Iterator[ServedApi]:
-    now = datetime.now(UTC)  # the one clock every date of the fixture derives from
-    today = now.date()
-    days = tuple(today - timedelta(days=DAYS - i) for i in range(DAYS))
+def served_sandbox(clock: TestClock) -> Iterator[ServedApi]:
+    days = tuple(clock.days_ago(DAYS - i) for i in range(DAYS))
     sandbox = Sandbox(
         SandboxConfig(seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=days[0], days=DAYS)
     )
     # Frozen: a CDR is visible once it has ended, so with a live clock yesterday's late calls
     # could appear between a run and the truth it is compared with.
-    sandbox.clock.set(now)
+    clock.freeze(sandbox)
     with sandbox.serve() as handle:
-        yield ServedApi(base_url=handle.base_url, api_key=DEFAULT_API_KEY, days=days, now=now)
+        yield ServedApi(base_url=handle.base_url, api_key=DEFAULT_API_KEY, days=days, now=clock.now)
