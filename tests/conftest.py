@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.reliability.conftest import LEDGER_KEY, Ledger, summary_line
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 
 # Modules that share one `dagster dev` (tests/pipelines/_dagster_dev.shared_dagster_dev).
 SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
@@ -25,9 +25,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def clock() -> TestClock:
+def clock() -> SessionClock:
     """The session's "now", read once: the sandboxes are frozen at it, the days derive from it."""
-    return TestClock.read()
+    return SessionClock.read()
 
 
 # The reliability figures of every worker, merged for one summary line.

@@ -35,7 +35,7 @@ from tests.deploy._services import (
     start_moto,
     start_postgres,
 )
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 
 SEED = 23
 CDRS_PER_DAY = 350
@@ -113,7 +113,7 @@ def new_bucket(s3: MotoS3) -> str:
 
 
 @pytest.fixture(scope="session")
-def served_sandbox(clock: TestClock) -> Iterator[ServedApi]:
+def served_sandbox(clock: SessionClock) -> Iterator[ServedApi]:
     days = tuple(clock.days_ago(DAYS - i) for i in range(DAYS))
     sandbox = Sandbox(
         SandboxConfig(seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=days[0], days=DAYS)

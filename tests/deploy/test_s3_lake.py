@@ -26,7 +26,7 @@ import pytest
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import MotoS3
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -205,7 +205,7 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 @pytest.fixture
-def slow_api(clock: TestClock) -> Iterator[str]:
+def slow_api(clock: SessionClock) -> Iterator[str]:
     """A sandbox slow enough (latency per request) that a kill lands mid-partition."""
     sandbox = Sandbox(SandboxConfig(seed=5, cdrs_per_day=600, start_date=clock.days_ago(3), days=3))
     clock.freeze(sandbox)  # the run and the rerun see the same calls
@@ -215,7 +215,7 @@ def slow_api(clock: TestClock) -> Iterator[str]:
 
 
 def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
-    aws, s3: MotoS3, new_bucket: str, slow_api: str, clock: TestClock, tmp_path
+    aws, s3: MotoS3, new_bucket: str, slow_api: str, clock: SessionClock, tmp_path
 ) -> None:
     day = clock.days_ago(2)
     spool = tmp_path / "tmp"

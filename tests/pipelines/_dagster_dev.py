@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -293,7 +293,7 @@ _SHARED = pytest.StashKey[DagsterDev]()
 
 
 def shared_dagster_dev(
-    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
+    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
 ) -> DagsterDev:
     """One `dagster dev` for the whole session, stopped when pytest finishes, its partitions
     starting `DAYS` days before the session's today.

@@ -8,7 +8,7 @@ import pytest
 
 from connectors.sandbox import SandboxConfig
 from pipelines.resources import WarehouseResource
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.served import ServedSandbox, serve_sandbox
 
 SEED = 11
@@ -18,7 +18,7 @@ HISTORY_DAYS = 10
 
 
 @pytest.fixture(scope="module")
-def served(clock: TestClock) -> Iterator[ServedSandbox]:
+def served(clock: SessionClock) -> Iterator[ServedSandbox]:
     first_day = clock.days_ago(HISTORY_DAYS)
     config = SandboxConfig(
         seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=first_day, days=HISTORY_DAYS + 1

@@ -13,7 +13,7 @@ from models.tables import TABLES
 from pipelines.catalog import LINEAGE_TABLES, OwnersError, parse_owners
 from pipelines.definitions import build_defs, defs_from_env
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from warehouse.dictionary import DOC_PATH
 
 LAKE = "s3://acme-data/cdrhouse/lake"
@@ -23,7 +23,7 @@ LAKE = "s3://acme-data/cdrhouse/lake"
 HISTORY_DAYS = 6
 
 
-def _defs(clock: TestClock, data_dir: Path, lake_uri: str | None = None) -> dg.Definitions:
+def _defs(clock: SessionClock, data_dir: Path, lake_uri: str | None = None) -> dg.Definitions:
     first_day = clock.days_ago(HISTORY_DAYS)
     return build_defs(
         contact_center=ContactCenterResource(
@@ -48,7 +48,7 @@ def _dictionary_rows() -> dict[str, dict[str, tuple[str, str]]]:
 
 
 def test_every_table_asset_carries_its_described_columns_name_and_location(
-    tmp_path: Path, clock: TestClock
+    tmp_path: Path, clock: SessionClock
 ) -> None:
     graph = _defs(clock, tmp_path, LAKE).resolve_asset_graph()
     dictionary = _dictionary_rows()
@@ -83,7 +83,7 @@ def test_every_table_asset_carries_its_described_columns_name_and_location(
 
 
 def test_typed_tables_have_column_lineage_to_fields_of_real_raw_records(
-    tmp_path: Path, clock: TestClock
+    tmp_path: Path, clock: SessionClock
 ) -> None:
     defs = _defs(clock, tmp_path)
     graph = defs.resolve_asset_graph()

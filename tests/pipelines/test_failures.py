@@ -15,7 +15,7 @@ from pipelines.cli import run_ingest
 from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines.conftest import HISTORY_DAYS, SEED, evaluate_failure_sensor
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.lake import lake_files, read_table
 from tests.support.served import ServedSandbox
 
@@ -23,7 +23,7 @@ CDRS_PATH = "/api/v4/reporting/cdrs"
 
 
 @pytest.fixture
-def day(clock: TestClock) -> date:
+def day(clock: SessionClock) -> date:
     """The day each test ingests: complete, inside the sandbox's data."""
     return clock.days_ago(5)
 
@@ -141,7 +141,7 @@ def test_quarantine_check_fails_on_corrupt_records(
 
 
 def test_fatal_errors_fail_at_once_and_say_what_to_fix(
-    clock: TestClock, day: date, tmp_path
+    clock: SessionClock, day: date, tmp_path
 ) -> None:
     # A key without the CDR scope: 403 must not be retried, and the message names the scope.
     first_day = clock.days_ago(HISTORY_DAYS)

@@ -17,7 +17,7 @@ import pytest
 from pipelines.definitions import build_defs
 from pipelines.freshness import FRESHNESS_CHECK, FRESHNESS_JOB, due_day
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 
 
 class Days(NamedTuple):
@@ -31,7 +31,7 @@ class Days(NamedTuple):
 
 
 @pytest.fixture
-def days(clock: TestClock) -> Days:
+def days(clock: SessionClock) -> Days:
     return Days(
         today=clock.today,
         yesterday=clock.days_ago(1),

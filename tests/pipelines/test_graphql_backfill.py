@@ -11,12 +11,12 @@ import pytest
 
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, shared_dagster_dev
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 
 
 @pytest.fixture(scope="module")
 def dagster_dev(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
 ) -> DagsterDev:
     return shared_dagster_dev(pytestconfig, tmp_path_factory, clock)
 

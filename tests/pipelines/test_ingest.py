@@ -16,13 +16,13 @@ from models.tables import CDR_TABLES, SNAPSHOT_TABLES, TYPE_TABLES
 from pipelines.cli import CliError, main, validate_range
 from pipelines.partitions import DEFAULT_START_DATE, partition_window
 from pipelines.resources import ContactCenterResource
-from tests.support.clock import FAR_FUTURE, TestClock
+from tests.support.clock import FAR_FUTURE, SessionClock
 from tests.support.lake import one_row, read_table, warehouse
 from tests.support.served import ServedSandbox
 
 
 @pytest.fixture
-def days(clock: TestClock) -> list[date]:
+def days(clock: SessionClock) -> list[date]:
     return [clock.days_ago(n) for n in (4, 3, 2)]
 
 
@@ -86,7 +86,7 @@ def test_ingest_three_days_matches_the_api_and_is_idempotent(
 
 
 @pytest.fixture
-def bundled_sandbox(clock: TestClock) -> Iterator[Sandbox]:
+def bundled_sandbox(clock: SessionClock) -> Iterator[Sandbox]:
     """The CLI's sandbox for `CC_API_BASE_URL=sandbox` (process-wide for its shape), frozen at
     the session's clock while the test runs, so its truth and the ingest see the same calls."""
     sandbox = ContactCenterResource(
@@ -100,7 +100,7 @@ def bundled_sandbox(clock: TestClock) -> Iterator[Sandbox]:
 
 
 def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(
-    bundled_sandbox: Sandbox, clock: TestClock, tmp_path, capsys
+    bundled_sandbox: Sandbox, clock: SessionClock, tmp_path, capsys
 ) -> None:
     env = {
         "CC_API_BASE_URL": "sandbox",
@@ -147,7 +147,7 @@ def test_ingest_rejects_bad_ranges_with_a_clear_message(
     assert not (tmp_path / "lake").exists()
 
 
-def test_the_latest_end_is_today(clock: TestClock) -> None:
+def test_the_latest_end_is_today(clock: SessionClock) -> None:
     """The boundary of "beyond today", on the injected date rather than the wall clock."""
     start = clock.days_ago(3)
     validate_range(start, clock.today, clock.today)

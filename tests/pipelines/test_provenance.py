@@ -18,14 +18,14 @@ from pipelines.assets import api_retry_policy
 from pipelines.cli import main
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
 from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
 
 
 @pytest.fixture(scope="module")
-def cluster_b(served: ServedSandbox, clock: TestClock) -> Iterator[ServedSandbox]:
+def cluster_b(served: ServedSandbox, clock: SessionClock) -> Iterator[ServedSandbox]:
     """A second cluster: another sandbox (another seed) on another port."""
     config = SandboxConfig(seed=99, cdrs_per_day=50, start_date=served.first_day, days=11)
     with serve_sandbox(config, clock) as cluster:
@@ -33,7 +33,7 @@ def cluster_b(served: ServedSandbox, clock: TestClock) -> Iterator[ServedSandbox
 
 
 @pytest.fixture
-def day(clock: TestClock) -> date:
+def day(clock: SessionClock) -> date:
     """The day every case ingests: complete, inside every source's data."""
     return clock.days_ago(2)
 

@@ -30,7 +30,7 @@ from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
 from tests.pipelines.test_cli_startup import _heavy, _run
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
 from tests.support.screenshots import measure, page_region
 
@@ -70,14 +70,14 @@ def marks_expected(key: str, rows: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def window(clock: TestClock) -> tuple[date, date]:
+def window(clock: SessionClock) -> tuple[date, date]:
     """[start, end) of the report: the 7 complete days before the session's today."""
     return clock.days_ago(DAYS), clock.today
 
 
 @pytest.fixture(scope="module")
 def warehouse_dir(
-    tmp_path_factory: pytest.TempPathFactory, clock: TestClock, window: tuple[date, date]
+    tmp_path_factory: pytest.TempPathFactory, clock: SessionClock, window: tuple[date, date]
 ) -> Path:
     start, end = window
     data_dir = tmp_path_factory.mktemp("report") / "data"

@@ -22,7 +22,7 @@ from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from pipelines.report import REPORT_GROUP
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, shared_dagster_dev
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
 from tests.support.screenshots import measure, page_region
 
@@ -57,7 +57,7 @@ ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
 @pytest.fixture(scope="module")
 def dagster_dev(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: TestClock
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
 ) -> DagsterDev:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")

@@ -27,7 +27,7 @@ from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY
 from pipelines.definitions import CDR_JOB
 from pipelines.partitions import partition_window
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 from tests.support.lake import warehouse_rows
 from tests.support.served import ServedSandbox, serve_sandbox
 
@@ -94,7 +94,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def served_session(clock: TestClock) -> Iterator[ServedSandbox]:
+def served_session(clock: SessionClock) -> Iterator[ServedSandbox]:
     config = SandboxConfig(
         seed=SEED,
         cdrs_per_day=CDRS_PER_DAY,

@@ -20,15 +20,13 @@ FAR_FUTURE = "2999-01-01"
 
 
 @dataclass(frozen=True)
-class TestClock:
+class SessionClock:
     """The session's frozen UTC instant and the dates derived from it."""
-
-    __test__ = False  # a helper, not a test class
 
     now: datetime
 
     @classmethod
-    def read(cls) -> TestClock:
+    def read(cls) -> SessionClock:
         """The real time, once, to the millisecond (the warehouse's precision)."""
         now = datetime.now(UTC)
         return cls(now - timedelta(microseconds=now.microsecond % 1000))

@@ -22,7 +22,7 @@ from pipelines.assets import api_retry_policy
 from pipelines.definitions import build_defs
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.support.clock import TestClock
+from tests.support.clock import SessionClock
 
 
 @dataclass
@@ -32,7 +32,7 @@ class ServedSandbox:
     sandbox: Sandbox
     base_url: str
     first_day: date
-    clock: TestClock
+    clock: SessionClock
     # Connector settings of every resource built here (a test may still override one).
     resource_defaults: Mapping[str, Any] = field(default_factory=dict)
 
@@ -85,7 +85,7 @@ class ServedSandbox:
 
 @contextmanager
 def serve_sandbox(
-    config: SandboxConfig, clock: TestClock, **resource_defaults: Any
+    config: SandboxConfig, clock: SessionClock, **resource_defaults: Any
 ) -> Iterator[ServedSandbox]:
     """Serve a sandbox of `config` on a free loopback port, its clock frozen at `clock.now`."""
     sandbox = Sandbox(config)
