@@ -85,7 +85,10 @@ def test_cli_refuses_a_bad_fault_flag(argv: list[str], capsys: pytest.CaptureFix
 
 
 def test_cli_start_date_defaults_to_the_last_days_up_to_today() -> None:
+    before = datetime.now(UTC).date()
     config = build_config(parse("--days", "5"))
-    today = datetime.now(UTC).date()
+    # The CLI reads the clock at its edge: either side of a midnight is today.
+    today = config.end_date
+    assert today in {before, datetime.now(UTC).date()}
     assert (config.start_date, config.end_date) == (today - timedelta(days=5), today)
     assert build_config(parse("--start-date", "2026-11-01")).start_date == START

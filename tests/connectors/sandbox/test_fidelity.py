@@ -17,7 +17,7 @@ import pytest
 
 from connectors.sandbox import Sandbox
 from tests.connectors.sandbox.conftest import Api, make_write_sandbox
-from tests.connectors.sandbox.test_serve import free_port
+from tests.support.ports import free_port
 
 CONTACT = "4915112345678"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.connectors.sandbox.test_serve import free_port
+from tests.support.ports import free_port
 
 HERE = Path(__file__).parent
 BIN = Path(sys.executable).parent

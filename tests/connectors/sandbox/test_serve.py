@@ -11,7 +11,7 @@ import httpx
 from tests.connectors.sandbox.conftest import make_sandbox
 
 # Re-exported: test_fidelity and test_schemathesis still import it from here.
-from tests.support.ports import free_port as free_port
+from tests.support.ports import free_port
 
 
 def test_serve_over_a_real_socket() -> None:
