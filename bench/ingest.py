@@ -7,12 +7,13 @@ Processes (the machine has 2 cores, so who burns CPU where matters):
 * the **sandbox** runs as its own process (`python -m connectors.sandbox.serve`, a real uvicorn
   socket): its CPU is not charged to the ingest, and it is warmed (every day generated) before
   anything is timed; faults are switched on through `/_sandbox/faults` only after warming;
-* the **ingest** runs in a fresh child process (multiprocessing, spawn), so its wall time, CPU
-  time (`getrusage`) and peak RSS (`ru_maxrss`) are its own. For `zero-latency`, `wan` and
-  `large-day` it is the body of the `raw_cdrs` asset without Dagster's event bookkeeping:
-  `ContactCenterResource.client` -> `fetch_cdr_pages` -> `decode_page` -> the lake's atomic
-  partition writer -> `WarehouseResource.refresh_warehouse()` (DuckDB views). `week` runs the
-  whole `cdrhouse ingest` command (Dagster runs, normalization, checks) as a subprocess;
+* the **ingest** runs in a fresh child process, so its wall time, CPU time and peak RSS are its
+  own. For `zero-latency` and `wan` it is the body of the `raw_cdrs` asset without Dagster's
+  event bookkeeping (multiprocessing, spawn): `ContactCenterResource.client` ->
+  `fetch_cdr_pages` -> `decode_page_typed` -> the day writer (raw and typed tables) ->
+  `WarehouseResource.refresh_views()`. `large-day`, `week` and `history` run the whole
+  `cdrhouse ingest` command (Dagster runs, checks, aggregates) as a subprocess, and its peak RSS
+  is that process's own VmHWM;
 * the **floors** are measured in this (parent) process after the ingest, with the sandbox idle.
 
 Floors, from the same run:
@@ -77,7 +78,7 @@ SCENARIOS = {
         faults={"latency_ms": 50.0, "jitter_ms": 20.0, "rate_limit_rps": 20.0},
         client_rps=20.0,
     ),
-    "large-day": Scenario("large-day", 1, 1_000_000, reference_cdrs_per_day=100_000),
+    "large-day": Scenario("large-day", 1, 1_000_000, via_cli=True, reference_cdrs_per_day=100_000),
     "week": Scenario("week", 7, 200_000, via_cli=True),
     # days = days in the lake before the nightly run; see run_history.
     "history": Scenario("history", 365, 2_000, via_cli=True),
