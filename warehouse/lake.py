@@ -28,6 +28,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -98,20 +99,18 @@ def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:
     return table
 
 
+@dataclass
 class PartitionWriter:
     """Streams row groups into a local temp file; publishes it atomically on a clean exit."""
 
-    def __init__(
-        self, lake: Lake, rel: str, tmp: Path, schema: Any, drop: str | None, claim: str | None
-    ) -> None:
-        self.lake = lake
-        self.claim = claim
-        self.rel = rel
-        self.tmp = tmp
-        self.schema = schema
-        self.drop = drop
-        self.rows = 0
-        self._writer: Any = None
+    lake: Lake
+    rel: str
+    tmp: Path
+    schema: Any
+    drop: str | None  # the partition column: in the path, not in the file
+    claim: str | None  # the source that claims the lake with this first partition
+    rows: int = 0
+    _writer: Any = field(default=None, repr=False)
 
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
