@@ -37,7 +37,6 @@ import os
 import re
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.sandbox_serve import free_port
 
 KEY = "sbx-full-access-key"
 CDRS_PATH = "/api/v4/reporting/cdrs"
@@ -106,17 +107,11 @@ class Result:
 # --------------------------------------------------------------------------- the sandbox
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ServedSandbox:
     """`python -m connectors.sandbox.serve` in its own process, plus its admin routes."""
 
     def __init__(self, start: date, days: int, cdrs_per_day: int) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         cmd = [
             sys.executable, "-m", "connectors.sandbox.serve", "--port", str(self.port),

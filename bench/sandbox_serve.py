@@ -20,6 +20,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import httpx
 
+from models.timestamps import iso_ms
+
 KEY = "sbx-full-access-key"
 
 
@@ -32,8 +34,8 @@ def free_port() -> int:
 async def walk(client: httpx.AsyncClient, start: datetime, end: datetime) -> tuple[int, int]:
     params = {
         "limit": "1000",
-        "started_at[gte]": start.isoformat().replace("+00:00", "Z"),
-        "started_at[lt]": end.isoformat().replace("+00:00", "Z"),
+        "started_at[gte]": iso_ms(start),
+        "started_at[lt]": iso_ms(end),
     }
     records = nbytes = 0
     cursor: str | None = None
@@ -85,8 +87,8 @@ def walk_lean(port: int, start: datetime, end: datetime) -> tuple[int, int]:
     conn = http.client.HTTPConnection("127.0.0.1", port)
     params = {
         "limit": "1000",
-        "started_at[gte]": start.isoformat().replace("+00:00", "Z"),
-        "started_at[lt]": end.isoformat().replace("+00:00", "Z"),
+        "started_at[gte]": iso_ms(start),
+        "started_at[lt]": iso_ms(end),
     }
     records = nbytes = 0
     cursor: str | None = None

@@ -18,6 +18,7 @@ import httpx
 
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
+from models.timestamps import iso_ms
 from pipelines.assets import api_retry_policy
 from pipelines.definitions import build_defs
 from pipelines.partitions import partition_window
@@ -56,8 +57,8 @@ class ServedSandbox:
         response = httpx.get(
             f"{self.base_url}/api/v4/reporting/cdrs",
             params={
-                "started_at[gte]": start.isoformat().replace("+00:00", "Z"),
-                "started_at[lt]": end.isoformat().replace("+00:00", "Z"),
+                "started_at[gte]": iso_ms(start),
+                "started_at[lt]": iso_ms(end),
                 "limit": 1,
             },
             headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
