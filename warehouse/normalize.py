@@ -38,6 +38,7 @@ from warehouse.decode import (
     all_key_names,
     parse_ts,
     with_decoded,
+    with_timestamps,
 )
 
 S = pl.String()
@@ -305,8 +306,9 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         _bool(user.field("deleted")).alias("user_deleted"),
         pl.col("cost_text").cast(CDRS.polars_schema()["cost"], strict=False).alias("cost"),
         top.field("tags").alias("tags"),
-        parse_ts(top.field("started_at")).alias("started_at"),
-        parse_ts(top.field("ended_at")).alias("ended_at"),
+    )
+    df = with_timestamps(
+        df, {"started_at": top.field("started_at"), "ended_at": top.field("ended_at")}
     ).with_columns(pl.col("started_at").dt.date().alias("date"))
     raw_cost = top.field("cost")
     reasons = [
