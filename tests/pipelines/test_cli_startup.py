@@ -45,9 +45,10 @@ def _heavy(modules: list[str]) -> list[str]:
     return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("dagster_"))
 
 
-def _run(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, object]:
+def _python(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter in `tmp_path` with the test environment; it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, "-c", _RUN_MAIN, json.dumps(argv), json.dumps(env)],
+        [sys.executable, *args],
         env=_env(tmp_path),
         cwd=tmp_path,
         capture_output=True,
@@ -55,6 +56,11 @@ def _run(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, obje
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def _run(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, object]:
+    proc = _python(tmp_path, "-c", _RUN_MAIN, json.dumps(argv), json.dumps(env))
     result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -117,15 +123,7 @@ def test_help_and_usage_errors_import_nothing_heavy(tmp_path: Path, case: str) -
 
 def test_the_module_entry_point_help_imports_nothing_heavy(tmp_path: Path) -> None:
     """`python -m pipelines.cli --help`, the way the deploy tests and benches run it."""
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pipelines.cli", "--help"],
-        env=_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _python(tmp_path, "-X", "importtime", "-m", "pipelines.cli", "--help")
     assert proc.stdout.startswith("usage: cdrhouse")
     for name in ("ingest", "demo", "sandbox", "lake", "sql"):
         assert name in proc.stdout
