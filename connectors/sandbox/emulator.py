@@ -46,16 +46,13 @@ class Sandbox:
         self.config = config
         self.dataset = Dataset(config.seed, config.start_date, config.days, config.cdrs_per_day)
         self.state = SandboxState(self.dataset)
+        self.clock: Clock = self.state.clock  # the state's, fixed for the instance's life
         self.fault_state = FaultState(config.seed, config.faults)
         self.query_cache = QueryCache()
         self.app = create_app(self)
 
     def __repr__(self) -> str:
         return f"Sandbox({self.config!r})"
-
-    @property
-    def clock(self) -> Clock:
-        return self.state.clock
 
     @property
     def counters(self) -> dict[str, int]:
