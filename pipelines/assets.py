@@ -241,7 +241,8 @@ def build_cdr_assets(
                 yield batch["id"]
 
         yield from selected_checks(
-            checks.results(known_user_ids(lake), written_ids), context.selected_asset_check_keys
+            checks.results(known_user_ids(lake, checks.user_ids), written_ids),
+            context.selected_asset_check_keys,
         )
 
     return [raw_cdrs]

@@ -248,14 +248,24 @@ def selected(
     ]
 
 
-def known_user_ids(lake: Lake) -> pl.Series:
-    """Every user id seen in any users snapshot (active or deleted)."""
-    ids = [
-        frame["id"]
-        for key in lake.partitions("users")
-        for frame in lake.iter_batches("users", key, columns=["id"])
-    ]
-    return pl.concat(ids).unique() if ids else pl.Series("id", [], dtype=pl.String)
+def known_user_ids(lake: Lake, wanted: Collection[str]) -> pl.Series:
+    """The user ids `cdrs_users_known` compares `wanted` (the day's CDR users) with: every id of
+    the newest users snapshot (it carries active and deleted users), plus the wanted ids found
+    only in older snapshots. Older snapshots are read, newest first, only while a wanted id is
+    still unseen: one partition on a normal day instead of the whole history, and the same
+    verdict as reading every snapshot (a user the API has since forgotten stays known)."""
+    known: list[pl.Series] = []
+    unseen = set(wanted)
+    for age, key in enumerate(reversed(lake.partitions("users"))):
+        if age and not unseen:
+            break
+        for frame in lake.iter_batches("users", key, columns=["id"]):
+            ids = frame["id"]
+            if age:
+                ids = ids.filter(ids.is_in(list(unseen)))
+            known.append(ids)
+            unseen.difference_update(ids.to_list())
+    return pl.concat(known).unique() if known else pl.Series("id", [], dtype=pl.String)
 
 
 def latest_snapshot(

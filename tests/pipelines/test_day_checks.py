@@ -4,15 +4,19 @@ guards against, across row groups, and passes on a clean day."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import dagster as dg
 import orjson
 import polars as pl
 
 from connectors.sandbox.generator import encode_page
-from pipelines.checks import DayChecks
+from pipelines.checks import DayChecks, known_user_ids
 from warehouse.decode import decode_page_typed
+from warehouse.lake import Lake
 from warehouse.normalize import normalize_decoded
+from warehouse.snapshots import users_frames
 
 DAY = "2026-11-05"
 
@@ -92,3 +96,24 @@ def test_type_tables_that_do_not_add_up_fail() -> None:
     checks = _fold(_group(_rec(1), _rec(2)))
     checks.table_rows["cdr_sms"] -= 1  # a type table that lost a row
     assert not _results(checks)["cdrs_type_tables_add_up"].passed
+
+
+def test_known_users_are_the_newest_snapshot_and_wanted_ids_of_older_ones(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    snapshots = {
+        "2026-11-01": (["u-gone", "u-old"], []),
+        "2026-11-02": (["u-1"], ["u-left"]),  # the newest: active and deleted users
+    }
+    for day, (active, deleted) in snapshots.items():
+        taken_at = datetime.fromisoformat(day).replace(tzinfo=UTC)
+        users = users_frames([{"id": i} for i in active], [{"id": i} for i in deleted], taken_at)
+        lake.write("users", f"snapshot_date={day}", users["users"])
+
+    def known(*wanted: str) -> list[str]:
+        return sorted(known_user_ids(lake, wanted).to_list())
+
+    assert known("u-1") == ["u-1", "u-left"]
+    # A user only an older snapshot holds is still known; the others of that snapshot are not
+    # read into the result, and an id in no snapshot stays unknown.
+    assert known("u-1", "u-gone", "u-never") == ["u-1", "u-gone", "u-left"]
+    assert known_user_ids(Lake(str(tmp_path / "empty")), ["u-1"]).len() == 0
