@@ -29,9 +29,6 @@ class SandboxApp:
     """The ASGI callable: counting -> faults -> Starlette routes."""
 
     def __init__(self, starlette: Starlette, sandbox: Sandbox) -> None:
-        self.starlette = starlette
-        self.state = starlette.state
-        self.routes = starlette.routes
         inner: ASGIApp = starlette
         self._stack: ASGIApp = CountRequests(FaultMiddleware(inner, sandbox.fault_state), sandbox)
 
