@@ -235,41 +235,18 @@ def run_raw_ingest(sb: ServedSandbox, day: date, rps: float | None, label: str) 
 def run_cli_ingest(sb: ServedSandbox, start: date, end: date, label: str) -> Result:
     """`cdrhouse ingest --start --end --no-snapshots` against the served sandbox."""
     with tempfile.TemporaryDirectory(prefix="cdrhouse-bench-") as data_dir:
-        env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
-        env |= {"CC_API_BASE_URL": sb.base_url, "CC_API_KEY": KEY, "CDRHOUSE_DATA_DIR": data_dir}
-        exe = shutil.which("cdrhouse", path=str(Path(sys.executable).parent))
-        cmd = [exe] if exe else [sys.executable, "-m", "pipelines.cli"]
-        cmd += ["ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"]
         requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
-        began = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        peaks: list[float] = []
-        done = threading.Event()
-
-        def watch() -> None:  # the child's own VmHWM until it is reaped (no poll(): wait4 reaps)
-            while not done.is_set():
-                if (hwm := _hwm_mb(proc.pid)) is not None:
-                    peaks.append(hwm)
-                time.sleep(0.2)
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        assert proc.stdout is not None
-        output = proc.stdout.read().decode(errors="replace")
-        _, status, usage = os.wait4(proc.pid, 0)
-        done.set()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - began
-        if proc.returncode != 0:
-            raise RuntimeError(f"cdrhouse ingest failed ({proc.returncode}):\n{output}")
+        args = ("ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots")
+        m = measure_process(_cli(*args), _cli_env(sb, Path(data_dir), start))
+        if m.returncode != 0:
+            raise RuntimeError(f"cdrhouse ingest failed ({m.returncode}):\n{m.output}")
         database = Path(data_dir) / "warehouse.duckdb"
-        rows = _count(database, "raw_cdrs")
         result = Result(
             label=label,
-            rows=rows,
-            wall_s=wall,
-            cpu_s=usage.ru_utime + usage.ru_stime,
-            peak_rss_mb=max(peaks) if peaks else usage.ru_maxrss / 1024,
+            rows=_count(database, "raw_cdrs"),
+            wall_s=m.wall_s,
+            cpu_s=m.cpu_s,
+            peak_rss_mb=m.peak_rss_mb,
             warehouse_rows=_count(database, "cdrs"),
         )
         result.requests = result.pages = sb.cdr_requests() - requests0
