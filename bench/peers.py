@@ -177,28 +177,22 @@ def _measured(
 
 
 def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
+    from bench.ingest import _cli
+
     env = _clean_env() | {
         "CC_API_BASE_URL": sb.base_url,
         "CC_API_KEY": key,
         "CDRHOUSE_DATA_DIR": str(data_dir),
     }
-    exe = shutil.which("cdrhouse", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "pipelines.cli"]
-    cmd += ["ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"]
+    cmd = _cli("ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots")
     return _measured("cdrhouse ingest", cmd, env, data_dir, sb, _cdrhouse_steps)
 
 
 def _cdrhouse_steps(output: str) -> dict[str, float]:
-    """Each run's seconds from its line: "ok   2026-11-19   raw_cdrs=…  checks 7/7 passed  1.1s"."""
-    steps: dict[str, float] = {}
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] == "ok" and parts[-1].endswith("s"):
-            try:
-                steps[f"run {parts[1]}"] = float(parts[-1][:-1])
-            except ValueError:
-                continue
-    return steps
+    """Each run's seconds from its line of `cdrhouse ingest`'s output, as "run <label>"."""
+    from bench.ingest import _run_seconds
+
+    return {f"run {label}": s for label, s in _run_seconds(output).items()}
 
 
 def compare_ids(cdrhouse_db: Path, dlt_db: Path) -> dict[str, int]:
