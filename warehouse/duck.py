@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
+from warehouse import viewsql as viewsql_module
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
@@ -273,7 +274,9 @@ def views_fingerprint(lake: Lake) -> str:
     digest.update(f"{lake.uri}\0{lake.source()}\0".encode())
     for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
         digest.update(f"{name}={lake.has_data(name)}\0".encode())
-    for path in [Path(__file__), Path(tables_module.__file__ or ""), *reporting_sql_files()]:
+    # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns.
+    code = [Path(__file__), Path(viewsql_module.__file__), Path(tables_module.__file__ or "")]
+    for path in [*code, *reporting_sql_files()]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

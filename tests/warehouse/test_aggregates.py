@@ -6,8 +6,16 @@ import datetime as dt
 
 import polars as pl
 
-from warehouse.duck import build_warehouse, connect, materialize_aggregates
-from warehouse.lake import partition_key
+from models.tables import CDR_SMS, CDRS
+from warehouse.duck import (
+    build_warehouse,
+    built_fingerprint,
+    connect,
+    materialize_aggregates,
+    refresh_views,
+    views_fingerprint,
+)
+from warehouse.lake import Lake, partition_key
 from warehouse.viewsql import aggregate_names
 
 from .conftest import START, build_small
@@ -67,3 +75,15 @@ def test_views_follow_a_lake_uri_outside_the_data_dir(tmp_path) -> None:
         expected += frame.height
     assert rows == [(expected,)]
     assert expected > 0
+
+
+def test_views_are_rebuilt_only_when_they_would_change(tmp_path) -> None:
+    lake = Lake((tmp_path / "lake").as_uri())
+    lake.write("cdrs", "date=2026-11-01", CDRS.empty())
+    assert refresh_views(tmp_path)  # no warehouse yet
+    assert built_fingerprint(tmp_path) == views_fingerprint(lake)
+    lake.write("cdrs", "date=2026-11-02", CDRS.empty())
+    assert not refresh_views(tmp_path)  # a new partition of a known table: its glob finds it
+    lake.write("cdr_sms", "date=2026-11-02", CDR_SMS.empty())
+    assert refresh_views(tmp_path)  # the table's first partition turns its empty view into a scan
+    assert not refresh_views(tmp_path)
