@@ -52,8 +52,8 @@ from typing import Any
 import httpx
 
 from bench.sandbox_serve import free_port
+from connectors.sandbox.config import DEFAULT_API_KEY
 
-KEY = "sbx-full-access-key"
 CDRS_PATH = "/api/v4/reporting/cdrs"
 CONCURRENCY = 8  # ContactCenterResource's default; the network floor divides by it
 FLOOR_MAX_PAGES = 200
@@ -139,7 +139,7 @@ class ServedSandbox:
             r = httpx.get(
                 self.base_url + CDRS_PATH,
                 params=params,
-                headers={"Authorization": f"Bearer {KEY}"},
+                headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
                 timeout=600,
             )
             r.raise_for_status()
@@ -196,7 +196,9 @@ def _raw_ingest_child(
     from pipelines.cdr_day import land_day
     from pipelines.resources import ContactCenterResource, WarehouseResource
 
-    contact_center = ContactCenterResource(base_url=base_url, api_key=KEY, rate_limit_rps=rps)
+    contact_center = ContactCenterResource(
+        base_url=base_url, api_key=DEFAULT_API_KEY, rate_limit_rps=rps
+    )
     warehouse = WarehouseResource(data_dir=data_dir)
     log = logging.getLogger("bench.ingest")
     began, cpu0 = time.perf_counter(), _cpu_now()
@@ -269,7 +271,7 @@ async def _fetch_bodies(base_url: str, day: date, max_pages: int) -> list[bytes]
     from connectors.contact_center import ContactCenterClient
     from connectors.contact_center.settings import ClientSettings
 
-    settings = ClientSettings(base_url=base_url, api_key=KEY)
+    settings = ClientSettings(base_url=base_url, api_key=DEFAULT_API_KEY)
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     bodies: list[bytes] = []
     async with ContactCenterClient(settings) as client:
@@ -497,7 +499,7 @@ def _cli_env(sb: ServedSandbox, data_dir: Path, first_day: date) -> dict[str, st
     env.pop("DAGSTER_HOME", None)
     return env | {
         "CC_API_BASE_URL": sb.base_url,
-        "CC_API_KEY": KEY,
+        "CC_API_KEY": DEFAULT_API_KEY,
         "CDRHOUSE_DATA_DIR": str(data_dir),
         # A deployment that has kept N days has its partitions start N days back.
         "CDRHOUSE_START_DATE": first_day.isoformat(),

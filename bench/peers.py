@@ -255,7 +255,8 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
 
 
 def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any]:
-    from bench.ingest import KEY, ServedSandbox
+    from bench.ingest import ServedSandbox
+    from connectors.sandbox.config import DEFAULT_API_KEY
 
     today = datetime.now(UTC).date()
     # Whole past days, at least two back, so every CDR of them is visible (ended) already.
@@ -274,9 +275,9 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         dlt_dir, ours_dir = root / "dlt", root / "cdrhouse"
         dlt_dir.mkdir()
         ours_dir.mkdir()
-        dlt = run_dlt(sb, KEY, first, end, dlt_dir)
+        dlt = run_dlt(sb, DEFAULT_API_KEY, first, end, dlt_dir)
         print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
-        ours = run_cdrhouse(sb, KEY, first, end, ours_dir)
+        ours = run_cdrhouse(sb, DEFAULT_API_KEY, first, end, ours_dir)
         print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
     except BaseException:
         if keep is None:

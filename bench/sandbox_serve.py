@@ -20,9 +20,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import httpx
 
+from connectors.sandbox.config import DEFAULT_API_KEY
 from models.timestamps import iso_ms
-
-KEY = "sbx-full-access-key"
 
 
 def free_port() -> int:
@@ -67,7 +66,10 @@ async def run_pass(base: str, day: date, workers: int) -> tuple[int, int, float]
     totals = [0, 0]
     limits = httpx.Limits(max_connections=workers)
     async with httpx.AsyncClient(
-        base_url=base, headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=60
+        base_url=base,
+        headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+        limits=limits,
+        timeout=60,
     ) as client:
 
         async def worker() -> None:
@@ -96,7 +98,9 @@ def walk_lean(port: int, start: datetime, end: datetime) -> tuple[int, int]:
         while True:
             query = urllib.parse.urlencode({**params, **({"cursor": cursor} if cursor else {})})
             conn.request(
-                "GET", "/api/v4/reporting/cdrs?" + query, headers={"Authorization": f"Bearer {KEY}"}
+                "GET",
+                "/api/v4/reporting/cdrs?" + query,
+                headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
             )
             body = conn.getresponse().read()
             nbytes += len(body)
@@ -156,7 +160,7 @@ def main() -> None:
                 "started_at[gte]": "2026-11-02T00:00:00Z",
                 "started_at[lt]": "2026-11-03T00:00:00Z",
             },
-            headers={"Authorization": f"Bearer {KEY}"},
+            headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
             timeout=120,
         )
         print(

@@ -25,7 +25,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pipelines  # noqa: F401 - the allocator settings of `cdrhouse ingest`, before polars
-from bench.ingest import KEY, ServedSandbox
+from bench.ingest import ServedSandbox
+from connectors.sandbox.config import DEFAULT_API_KEY
 
 
 def _cpu() -> float:
@@ -42,7 +43,7 @@ def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
 def _fetch(base_url: str, day: date) -> list[bytes]:
     from pipelines.resources import ContactCenterResource
 
-    contact_center = ContactCenterResource(base_url=base_url, api_key=KEY)
+    contact_center = ContactCenterResource(base_url=base_url, api_key=DEFAULT_API_KEY)
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
 
     async def pages() -> list[bytes]:
