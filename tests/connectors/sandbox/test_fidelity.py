@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import httpx
 import pytest
@@ -143,13 +142,6 @@ def test_a_created_conversation_reads_back_as_it_was_created(api: Api, sandbox: 
     assert read["messages_count"] == 1
     assert read["phone_number"] == CONTACT
     assert read["user"]["id"] == agent
-
-
-def _shape(value: Any) -> Any:
-    """The key structure of a JSON value (objects by key, not values)."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in value.items() if v is not None}
-    return None
 
 
 def test_generated_campaigns_carry_the_fields_of_patched_ones(api: Api) -> None:
