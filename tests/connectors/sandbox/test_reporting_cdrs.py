@@ -15,6 +15,7 @@ from connectors.sandbox import Sandbox
 from connectors.sandbox.cursors import make_cursor
 from connectors.sandbox.query import OFFSET_WINDOW
 from connectors.sandbox.routes_cdrs import FALLBACK_HEADER
+from models.timestamps import iso_ms
 from tests.connectors.sandbox.conftest import DAYS, PER_DAY, START, Api
 
 CDRS = "/api/v4/reporting/cdrs"
@@ -188,14 +189,10 @@ def test_events_shape(api: Api) -> None:
 # ---------------------------------------------------------------- filters
 
 
-def iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
 DAY1 = datetime(START.year, START.month, START.day, tzinfo=UTC)
 
-H10, H12 = iso(DAY1 + timedelta(hours=10)), iso(DAY1 + timedelta(hours=12))
-E0, E6 = iso(DAY1 + timedelta(days=1)), iso(DAY1 + timedelta(days=1, hours=6))
+H10, H12 = iso_ms(DAY1 + timedelta(hours=10)), iso_ms(DAY1 + timedelta(hours=12))
+E0, E6 = iso_ms(DAY1 + timedelta(days=1)), iso_ms(DAY1 + timedelta(days=1, hours=6))
 FIRST_MS, LAST_MS = f"{START}T00:00:00.000Z", f"{START}T23:59:59.999Z"
 
 
@@ -415,7 +412,7 @@ def test_cdrs_appear_only_after_they_ended(fresh: Sandbox, fresh_api: Api) -> No
     fresh.clock.set(noon)
     got = all_cdrs(fresh_api)
     assert got
-    assert all(r["ended_at"] <= iso(noon) for r in got)
+    assert all(r["ended_at"] <= iso_ms(noon) for r in got)
     assert len(got) < PER_DAY
 
 
