@@ -9,8 +9,6 @@ import time
 import httpx
 
 from tests.connectors.sandbox.conftest import make_sandbox
-
-# Re-exported: test_fidelity and test_schemathesis still import it from here.
 from tests.support.ports import free_port
 
 
