@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
+from models.timestamps import parse_ts
 from pipelines.resources import utc_now
 
 if TYPE_CHECKING:
@@ -94,10 +95,7 @@ def evaluate(
 
 
 def _as_of(config: FreshnessConfig) -> datetime:
-    if not config.as_of:
-        return utc_now()
-    moment = datetime.fromisoformat(config.as_of)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_ts(config.as_of) if config.as_of else utc_now()
 
 
 def build_freshness_check(
