@@ -26,6 +26,7 @@ from connectors.sandbox.generator import (
     cost_json,
     cost_str,
     date_of_ms,
+    day_start_ms,
     ms_of,
 )
 from models.timestamps import parse_ts
@@ -225,7 +226,7 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
         # Visibility: skip the per-record check when the whole day ended before now.
         # Days end at most MAX_DURATION_MS (+late delay) after midnight of the next day.
         slack = MAX_DURATION_MS + (faults.late_max_minutes * 60_000 + 60_000 if late else 0)
-        if now < (d.toordinal() - date(1970, 1, 1).toordinal() + 1) * DAY_MS + slack:
+        if now < day_start_ms(d) + DAY_MS + slack:
             ended = day.ended_ms
             ids = day.ids
             idx = [i for i in idx if visible_at(seed, faults, ids[i], ended[i]) <= now]
