@@ -11,7 +11,7 @@ export CDRHOUSE_DATA_DIR ?= $(CURDIR)/data
 
 install: $(STAMP)
 
-# Re-install only when .venv is missing or pyproject.toml changed.
+# Re-install only when .venv is missing or pyproject.toml or requirements.lock changed.
 # Exact versions from requirements.lock (pip-compile of pyproject.toml's runtime + dev
 # dependencies; `make lock` regenerates it), then cdrhouse itself without resolving again.
 $(STAMP): pyproject.toml requirements.lock
