@@ -1,8 +1,8 @@
 """API CDR pages -> `raw_cdrs` rows, each record decoded once into typed columns.
 
 * `decode_page(body)` splits one page into records (one minified JSON string per record,
-  unknown fields included) with msgspec, falling back to simdjson for odd pages; it never builds
-  a dict per record.
+  unknown fields included) with msgspec, odd pages included (minified by msgspec, each token as
+  written); it never builds a dict per record.
 * `decode_page_typed(body)` adds `r`: each record decoded once (`str.json_decode`) into a struct
   of the spec's fields whose leaves are all *strings*, so a scalar of the wrong type never fails
   the whole page: it fails its own cast later, and the record goes to quarantine with a reason.
@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import orjson
 import polars as pl
 import simdjson
 
@@ -134,21 +133,6 @@ class PageDecodeError(ValueError):
 # decode_page
 
 
-def _scalar_text(value: Any) -> str | None:
-    """id/type/started_at as text whatever JSON type they arrived as (rare slow branch)."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, simdjson.Object | simdjson.Array):
-        return _mini(value).decode()
-    return orjson.dumps(value).decode()
-
-
-def _mini(node: Any) -> bytes:
-    """Minified JSON of a simdjson node (the stubs say str; the runtime gives bytes)."""
-    text: Any = node.mini
-    return text.encode() if isinstance(text, str) else bytes(text)
-
-
 class _Head(msgspec.Struct):
     id: str | None = None
     type: str | None = None
@@ -175,9 +159,9 @@ def decode_page(body: bytes) -> pl.DataFrame:
     """One raw CDR list page -> rows of the `raw_cdrs` schema (every record kept).
 
     Fast path (msgspec, C): every record's exact bytes (`Raw`, no re-serialization) plus its
-    id/type/started_at, ~2x the simdjson path per record. Any page it does not fit (a record that
-    is not an object, a non-string id/type/started_at, no `cdrs` array, invalid JSON, records
-    with whitespace, judged on the first and last record) takes the general simdjson path.
+    id/type/started_at. Any page it does not fit (a record that is not an object, a non-string
+    id/type/started_at, no `cdrs` array, invalid JSON, records with whitespace, judged on the
+    first and last record) takes the general path (`_decode_page_general`).
     """
     try:
         heads = _HEADS.decode(body).cdrs
@@ -228,7 +212,7 @@ def with_timestamps(df: pl.DataFrame, texts: Mapping[str, pl.Expr]) -> pl.DataFr
 def _with_date(df: pl.DataFrame) -> pl.DataFrame:
     """Add the UTC `date` of `started_at_raw` (and `record` as text) in one polars pass: the
     common format first, all formats only when some value needs them (same result as
-    `_parse_ts`, a third of the work)."""
+    `parse_ts`, a third of the work)."""
     text = pl.col("record").cast(S)
     first = _parse_common_ts(pl.col("started_at_raw"))
     out = df.with_columns(text, first.dt.date().alias("date")).select(RAW_CDRS.column_names)
