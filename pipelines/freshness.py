@@ -62,7 +62,9 @@ def evaluate(
     now: datetime,
 ) -> dg.AssetCheckResult:
     """The check's verdict on the newest due partition of `asset_key`, as of `now`."""
-    day = due_day(now).isoformat()
+    due = due_day(now)
+    deadline = deadline_of(due)
+    day = due.isoformat()
     statuses = instance.get_status_by_partition(asset_key, [day], partitions_def) or {}
     status = statuses.get(day)
     landed = sorted(instance.get_materialized_partitions(asset_key))
@@ -76,7 +78,7 @@ def evaluate(
     }[state]
     passed = state == "materialized"
     if not passed:
-        why += f" (deadline {deadline_of(date.fromisoformat(day)):%Y-%m-%d %H:%M} UTC)"
+        why += f" (deadline {deadline:%Y-%m-%d %H:%M} UTC)"
         if newest != "none" and newest != day:
             why += f"; the newest day that landed is {newest}"
     return dg.AssetCheckResult(
@@ -86,7 +88,7 @@ def evaluate(
         metadata={
             "due_partition": day,
             "status": state,
-            "deadline": deadline_of(date.fromisoformat(day)).isoformat(),
+            "deadline": deadline.isoformat(),
             "as_of": now.astimezone(UTC).isoformat(timespec="seconds"),
             "newest_materialized_partition": newest,
             "materialized_partitions": len(landed),
