@@ -86,11 +86,12 @@ def build_report_asset(
         report = write_report(warehouse.data_path, start, end, out)
         last = end - timedelta(days=1)
         dated = out.with_name(f"contact_center_report_{start}_{last}.html")
-        dated.write_bytes(out.read_bytes())
+        html = out.read_bytes()  # once, for the dated copy and the lake's copy
+        dated.write_bytes(html)
         uri = out.as_uri()
         if not lake.is_local:
             uri = f"{lake.uri.rstrip('/')}/{REMOTE_DIR}/{REPORT_FILE}"
-            lake.fs.pipe_file(uri, out.read_bytes())
+            lake.fs.pipe_file(uri, html)
         context.log.info(f"report {start}..{last}: {report.headline.cdrs} CDRs -> {uri}")
         headline = report.headline
         metadata: dict[str, Any] = {
@@ -100,7 +101,7 @@ def build_report_asset(
             "cdrs": float(headline.cdrs),
             "cost": float(headline.cost),
             "cost_exact": format(headline.cost, "f"),
-            "bytes": out.stat().st_size,
+            "bytes": len(html),
         }
         if headline.sla_met_pct is not None:
             metadata["sla_met_pct"] = float(headline.sla_met_pct)
