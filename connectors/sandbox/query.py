@@ -203,6 +203,11 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
     drift = faults.drift_unknown_type_rate > 0
     late = faults.late_rate > 0
     cache = sandbox.query_cache
+    # Per request, not per day: whether the columns filter, the filter's hash, the late slack.
+    by_columns = flt.by_columns
+    flt_key = flt.key() if by_columns else ""
+    # Days end at most MAX_DURATION_MS (+late delay) after midnight of the next day.
+    slack = MAX_DURATION_MS + (faults.late_max_minutes * 60_000 + 60_000 if late else 0)
     out: list[Segment] = []
     for d in _days(sandbox, flt):
         day = day_view(sandbox, d)
@@ -213,9 +218,9 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
         if i0 >= i1:
             continue
         idx: Sequence[int] = range(i0, i1)
-        if flt.by_columns:
+        if by_columns:
             version = sandbox.state.dynamic_version
-            key = (flt.key(), d, id(day), version, i0, i1, drift and faults.drift_unknown_type_rate)
+            key = (flt_key, d, id(day), version, i0, i1, drift and faults.drift_unknown_type_rate)
             hit = cache.lists.get(key)
             if hit is None:
                 hit = [i for i in idx if _match(sandbox, day, i, flt, drift)]
@@ -224,8 +229,6 @@ def segments(sandbox: Sandbox, flt: CdrFilter, now: int) -> list[Segment]:
                     cache.lists.popitem(last=False)
             idx = hit
         # Visibility: skip the per-record check when the whole day ended before now.
-        # Days end at most MAX_DURATION_MS (+late delay) after midnight of the next day.
-        slack = MAX_DURATION_MS + (faults.late_max_minutes * 60_000 + 60_000 if late else 0)
         if now < day_start_ms(d) + DAY_MS + slack:
             ended = day.ended_ms
             ids = day.ids
