@@ -1,4 +1,5 @@
-"""Time helpers of the dataset: epoch milliseconds, days, and the API's timestamp text."""
+"""Time helpers of the dataset: epoch milliseconds and days (the API's timestamp text is
+`models.timestamps`)."""
 
 from __future__ import annotations
 
