@@ -7,7 +7,6 @@ meets them; API replies go through the CLI's run loop (`run_ingest`) with short 
 from __future__ import annotations
 
 import asyncio
-import socket
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -26,6 +25,7 @@ from pipelines.partitions import partition_window
 from tests.reliability.conftest import CDRS_PATH, LEDGER, NO_CDR_SCOPE_KEY
 from tests.support.clock import FAR_FUTURE
 from tests.support.lake import lake_files, tmp_files, warehouse
+from tests.support.ports import free_port
 from tests.support.served import ServedSandbox
 
 
@@ -51,14 +51,6 @@ def _assert_clean(text: str, data_dir: Path) -> None:
     assert "Traceback" not in text
     assert lake_files(data_dir) == {} if (data_dir / "lake").exists() else True
     assert tmp_files(data_dir) == []
-
-
-def _closed_port() -> int:
-    # Bind then close: nothing listens there any more (loopback only, never a remote host).
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 # (environment override, message, exit code): 2 = refused before any run, 1 = the run failed.
@@ -111,7 +103,7 @@ def _failure(report: IngestReport) -> str:
 
 
 def test_unreachable_host_says_which_url_failed(served: ServedSandbox, tmp_path) -> None:
-    port = _closed_port()
+    port = free_port()  # nothing listens there (loopback only, never a remote host)
     served_closed = replace(served, base_url=f"http://127.0.0.1:{port}")
     failure = _failure(_run(served_closed, tmp_path))
     assert "ConnectError" in failure
