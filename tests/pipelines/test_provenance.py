@@ -14,10 +14,8 @@ import dagster as dg
 import pytest
 
 from connectors.sandbox import SandboxConfig
-from pipelines.assets import api_retry_policy
 from pipelines.cli import main
-from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB, build_defs
-from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
 from tests.support.served import ServedSandbox, serve_sandbox
@@ -123,14 +121,8 @@ def test_a_dagster_run_into_another_sources_lake_fails_once_and_writes_nothing(
 ) -> None:
     assert _ingest(_sandbox_env(tmp_path, served.first_day), day) == 0
     before = _files(tmp_path)
-    defs = build_defs(
-        contact_center=ContactCenterResource(
-            base_url=served.base_url, api_key="sbx-full-access-key"
-        ),
-        warehouse=WarehouseResource(data_dir=str(tmp_path)),
-        start_date=served.first_day,
-        retry_policy=api_retry_policy(max_retries=2, delay_s=0.1),
-    )
+    # Step retries on: the refusal must not use them.
+    defs = served.defs(tmp_path, step_retries=2)
     for job, partition in ((CDR_JOB, day.isoformat()), (SNAPSHOT_JOB, None)):
         with dg.DagsterInstance.ephemeral() as instance:
             result = defs.resolve_job_def(job).execute_in_process(
