@@ -11,7 +11,7 @@ import gc
 import random
 import threading
 from collections import OrderedDict
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 from connectors.sandbox.generator import calls, conversations, hlr, sms
 from connectors.sandbox.generator.daystore import DayCdrs, Generated
@@ -30,14 +30,15 @@ class Dataset(Dimensions):
 
     def __init__(
         self,
-        seed: int = 7,
-        start_date: date | None = None,
-        days: int = 30,
-        cdrs_per_day: int = 20000,
+        seed: int,
+        start_date: date,
+        days: int,
+        cdrs_per_day: int,
         *,
         max_cached_records: int = 1_500_000,
     ) -> None:
-        super().__init__(seed, start_date or (datetime.now(UTC).date() - timedelta(days=30)), days)
+        # No defaults: SandboxConfig owns them, and a dataset never reads the clock.
+        super().__init__(seed, start_date, days)
         self.cdrs_per_day = cdrs_per_day
         self.max_cached_records = max_cached_records
         self._cache: OrderedDict[date, DayCdrs] = OrderedDict()
