@@ -62,9 +62,8 @@ def render(sandbox: Sandbox, day: DayCdrs, i: int, now: int) -> bytes:
     cost = current_cost(
         seed, faults, cdr_id, base, visible_at(seed, faults, cdr_id, day.ended_ms[i]), now
     )
-    old_cost = b'"cost":' + cost_json(base)
     if cost != base:
-        rec = rec.replace(old_cost, b'"cost":' + cost_json(cost), 1)
+        rec = rec.replace(b'"cost":' + cost_json(base), b'"cost":' + cost_json(cost), 1)
     if is_drifted(seed, faults, cdr_id):
         head = f'"type":"{day.types[i]}","subtype":"{day.subtypes[i]}"'.encode()
         rec = rec.replace(head, f'"type":"{DRIFT_TYPE}","subtype":"{DRIFT_TYPE}"'.encode(), 1)
