@@ -25,7 +25,7 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
 )
 from models.tables import TABLES
-from pipelines.cdr_day import NORMALIZED_TABLES, land_day, renormalize_day
+from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
 from pipelines.checks import CDR_CHECK_SPECS, RAW_CDRS, known_user_ids, row_count_result
 from pipelines.checks import selected as selected_checks
 from pipelines.resources import (
@@ -46,7 +46,6 @@ API_POOL = "contact_center_api"
 CDR_GROUP = "cdrs"
 SNAPSHOT_GROUP = "snapshots"
 CDRS_ENDPOINT = "/api/v4/reporting/cdrs"
-PREVIEW_ROWS = 5
 
 
 def api_retry_policy(max_retries: int = 3, delay_s: float = 30.0) -> dg.RetryPolicy:
