@@ -10,6 +10,7 @@ the status, the attempt and the elapsed milliseconds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,8 +51,10 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 
+@functools.cache
 def user_agent() -> str:
-    """`cdrhouse/<version>` from the installed distribution."""
+    """`cdrhouse/<version>` from the installed distribution (read once: the lookup scans every
+    installed distribution's metadata, ~1.5 ms, and every client opening asked again)."""
     try:
         return f"cdrhouse/{version('cdrhouse')}"
     except PackageNotFoundError:
