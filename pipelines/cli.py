@@ -23,7 +23,7 @@ from pipelines.cli_ingest import (
     env_data_dir,
     validate_range,
 )
-from pipelines.cli_runs import IngestReport, RunLine, ensure_pool, run_ingest
+from pipelines.cli_runs import IngestReport, run_ingest
 from warehouse import cli as warehouse_cli
 
 # Only the standard library at module level (and the command modules, which keep to it too):
@@ -33,11 +33,9 @@ from warehouse import cli as warehouse_cli
 __all__ = [
     "CliError",
     "IngestReport",
-    "RunLine",
     "build_parser",
     "cmd_demo",
     "cmd_ingest",
-    "ensure_pool",
     "main",
     "parse_day",
     "run_ingest",
