@@ -177,22 +177,24 @@ def _measured(
 
 
 def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
-    from bench.ingest import _cli
+    from bench.ingest import cdrhouse_cmd
 
     env = _clean_env() | {
         "CC_API_BASE_URL": sb.base_url,
         "CC_API_KEY": key,
         "CDRHOUSE_DATA_DIR": str(data_dir),
     }
-    cmd = _cli("ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots")
+    cmd = cdrhouse_cmd(
+        "ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"
+    )
     return _measured("cdrhouse ingest", cmd, env, data_dir, sb, _cdrhouse_steps)
 
 
 def _cdrhouse_steps(output: str) -> dict[str, float]:
     """Each run's seconds from its line of `cdrhouse ingest`'s output, as "run <label>"."""
-    from bench.ingest import _run_seconds
+    from bench.ingest import run_seconds
 
-    return {f"run {label}": s for label, s in _run_seconds(output).items()}
+    return {f"run {label}": s for label, s in run_seconds(output).items()}
 
 
 def compare_ids(cdrhouse_db: Path, dlt_db: Path) -> dict[str, int]:
