@@ -25,6 +25,7 @@ from connectors.sandbox.fieldcheck import (
     require,
 )
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response
+from connectors.sandbox.reads import int_id
 from connectors.sandbox.state import SandboxState
 from connectors.sandbox.writes import (
     CONFLICT,
@@ -33,7 +34,6 @@ from connectors.sandbox.writes import (
     WriteRoutes,
     by_id,
     dataset,
-    int_path,
     json_object,
     locked_state,
 )
@@ -96,7 +96,7 @@ async def create_campaign(request: Request) -> Response:
 @WRITES.route("PATCH", _CAMPAIGN, _SCOPE, "Campaigns", "Update a campaign")
 async def patch_campaign(request: Request) -> Response:
     body = await json_object(request)
-    campaign_id = int_path(request, "campaign_id")
+    campaign_id = int_id(request, "campaign_id")
     with locked_state(request) as state:
         current = _campaign(state, campaign_id)
         try:
@@ -117,7 +117,7 @@ async def patch_campaign(request: Request) -> Response:
 
 def _operation(operation: campaigns.Operation) -> Handler:
     async def handler(request: Request) -> Response:
-        campaign_id = int_path(request, "campaign_id")
+        campaign_id = int_id(request, "campaign_id")
         with locked_state(request) as state:
             current = _campaign(state, campaign_id)
             try:
@@ -221,7 +221,7 @@ async def _leads_request(
 ) -> tuple[int, list[Any], FieldErrors]:
     """The campaign id, the body's leads, and their field errors (the state is not read yet)."""
     body = await json_object(request)
-    campaign_id = int_path(request, "campaign_id")
+    campaign_id = int_id(request, "campaign_id")
     errs = FieldErrors()
     leads = _leads_list(errs, body)
     for i, lead in enumerate(leads):

@@ -18,7 +18,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from connectors.sandbox.http import (
-    ApiError,
     check_query,
     fail,
     get_sandbox,
@@ -101,13 +100,6 @@ def dataset(request: Request) -> Any:
 def new_id(request: Request, kind: str, sequence: int) -> str:
     seed = get_sandbox(request).config.seed
     return str(uuid.uuid5(_ID_NAMESPACE, f"{seed}:{kind}:{sequence}"))
-
-
-def int_path(request: Request, name: str) -> int:
-    try:
-        return int(request.path_params[name])
-    except ValueError:
-        raise ApiError(404) from None
 
 
 def by_id(items: Any) -> dict[Any, Mapping[str, Any]]:

@@ -647,6 +647,15 @@ def test_operation_on_unknown_campaign_is_404(api: Api) -> None:
     assert api.post("/campaigns/9999/start").status_code == 404
 
 
+def test_writes_read_a_campaign_id_as_reads_do(api: Api) -> None:
+    campaign_id = create(api)["id"]
+    # Digits only, as GET /campaigns/{id}: int() would also take "+1", " 1" or "1_0".
+    for spelling in (f"+{campaign_id}", f"0_{campaign_id}"):
+        assert api.get(f"/campaigns/{spelling}").status_code == 404
+        assert api.patch(f"/campaigns/{spelling}", {"dial_level": 2}).status_code == 404
+        assert api.post(f"/campaigns/{spelling}/start").status_code == 404
+
+
 # --- leads ------------------------------------------------------------------------------------
 
 
