@@ -24,7 +24,6 @@ refresh is organized:
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import re
 import shutil
@@ -33,7 +32,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ from bench.ingest import (
     ServedSandbox,
     cdrhouse_cmd,
     cdrhouse_env,
+    in_fresh_process,
     measure_process,
     run_seconds,
 )
@@ -75,7 +74,7 @@ def _clone_days(data_dir: Path, sources: Sequence[date], targets: Sequence[date]
     return written
 
 
-def _views_child(conn: Connection, data_dir: str, repeats: int) -> None:
+def _views_child(data_dir: str, repeats: int) -> dict[str, float | None]:
     """Best-of-`repeats` seconds of the warehouse's view functions on a lake after a nightly:
     `refresh_views` (what a run does at its end: rebuild only if the views would change) and
     the full rebuild `build_warehouse(materialize=False)`. A function the code no longer has is
@@ -98,19 +97,11 @@ def _views_child(conn: Connection, data_dir: str, repeats: int) -> None:
             took = time.perf_counter() - began
             best = took if best is None else min(best, took)
         out[label] = best
-    conn.send(out)
-    conn.close()
+    return out
 
 
 def _time_views(data_dir: Path, repeats: int = 3) -> dict[str, float | None]:
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_views_child, args=(child, str(data_dir), repeats))
-    proc.start()
-    child.close()
-    figures: dict[str, float | None] = parent.recv()
-    proc.join()
-    return figures
+    return in_fresh_process(_views_child, str(data_dir), repeats)
 
 
 @dataclass

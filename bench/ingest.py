@@ -42,12 +42,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -57,6 +57,7 @@ from connectors.sandbox.config import DEFAULT_API_KEY
 CDRS_PATH = "/api/v4/reporting/cdrs"
 CONCURRENCY = 8  # ContactCenterResource's default; the network floor divides by it
 FLOOR_MAX_PAGES = 200
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,16 @@ def _cpu_now() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _raw_ingest_child(
-    conn: Connection, base_url: str, day: date, data_dir: str, rps: float | None
-) -> None:
-    """The `raw_cdrs` step's work for one day (raw and typed tables), in a fresh process; sends
-    back the figures."""
+def in_fresh_process(target: Callable[..., T], *args: Any) -> T:
+    """`target(*args)` in a fresh (spawned) interpreter, so the CPU and peak RSS it reads are
+    its own; its return value, or its exception raised here."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(target, *args).result()
+
+
+def _raw_ingest_child(base_url: str, day: date, data_dir: str, rps: float | None) -> dict[str, Any]:
+    """The `raw_cdrs` step's work for one day (raw and typed tables), in a fresh process; its
+    figures."""
     from pipelines.cdr_day import land_day
     from pipelines.resources import ContactCenterResource, WarehouseResource
 
@@ -208,25 +214,14 @@ def _raw_ingest_child(
     warehouse.refresh_views()
     wall, cpu = time.perf_counter() - began, _cpu_now() - cpu0
     peak_mb = _hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    conn.send(
-        {"rows": stats.rows, "pages": stats.pages, "bytes": stats.bytes, "wall_s": wall,
-         "cpu_s": cpu, "peak_rss_mb": peak_mb}
-    )  # fmt: skip
-    conn.close()
+    return {"rows": stats.rows, "pages": stats.pages, "bytes": stats.bytes, "wall_s": wall,
+            "cpu_s": cpu, "peak_rss_mb": peak_mb}  # fmt: skip
 
 
 def run_raw_ingest(sb: ServedSandbox, day: date, rps: float | None, label: str) -> Result:
     with tempfile.TemporaryDirectory(prefix="cdrhouse-bench-") as data_dir:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe(duplex=False)
         requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
-        proc = ctx.Process(target=_raw_ingest_child, args=(child, sb.base_url, day, data_dir, rps))
-        proc.start()
-        child.close()
-        figures = parent.recv()
-        proc.join()
-        if proc.exitcode != 0:
-            raise RuntimeError(f"ingest child failed with exit code {proc.exitcode}")
+        figures = in_fresh_process(_raw_ingest_child, sb.base_url, day, data_dir, rps)
         result = Result(label=label, **figures)
         result.requests = sb.cdr_requests() - requests0
         result.sandbox_cpu_s = sb.cpu_s() - sb_cpu0
