@@ -11,16 +11,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from connectors.sandbox.faults import FaultConfig
-from connectors.sandbox.http import fail, get_sandbox, json_response, read_json_body
+from connectors.sandbox.http import fail, get_sandbox, json_response
+from connectors.sandbox.writes import json_object
 from models.timestamps import iso_ms, parse_ts
 
 
 async def admin_faults(request: Request) -> Response:
     sandbox = get_sandbox(request)
     if request.method == "PUT":
-        body = await read_json_body(request)
-        if not isinstance(body, dict):
-            raise fail({"body": ["must be an object"]})
+        body = await json_object(request)
         try:
             sandbox.faults = FaultConfig.model_validate(body)
         except ValidationError as exc:
@@ -40,9 +39,7 @@ def _field_messages(exc: ValidationError) -> dict[str, list[str]]:
 async def admin_clock(request: Request) -> Response:
     clock = get_sandbox(request).clock
     if request.method == "PUT":
-        body = await read_json_body(request)
-        if not isinstance(body, dict):
-            raise fail({"body": ["must be an object"]})
+        body = await json_object(request)
         try:
             if "now" in body:
                 now = body["now"]
