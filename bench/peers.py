@@ -177,13 +177,9 @@ def _measured(
 
 
 def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
-    from bench.ingest import cdrhouse_cmd
+    from bench.ingest import cdrhouse_cmd, cdrhouse_env
 
-    env = _clean_env() | {
-        "CC_API_BASE_URL": sb.base_url,
-        "CC_API_KEY": key,
-        "CDRHOUSE_DATA_DIR": str(data_dir),
-    }
+    env = cdrhouse_env(sb, data_dir, start) | {"CC_API_KEY": key}
     cmd = cdrhouse_cmd(
         "ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"
     )
