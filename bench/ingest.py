@@ -184,7 +184,8 @@ def _hwm_mb(pid: int | str = "self") -> float | None:
     return None
 
 
-def _cpu_now() -> float:
+def cpu_seconds() -> float:
+    """This process's CPU time so far, user + system, all threads."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 
@@ -207,12 +208,12 @@ def _raw_ingest_child(base_url: str, day: date, data_dir: str, rps: float | None
     )
     warehouse = WarehouseResource(data_dir=data_dir)
     log = logging.getLogger("bench.ingest")
-    began, cpu0 = time.perf_counter(), _cpu_now()
+    began, cpu0 = time.perf_counter(), cpu_seconds()
     # The raw_cdrs step's own code path (fetch -> decode once -> every CDR table, with the
     # checks' tallies), minus Dagster bookkeeping.
     stats, _ = land_day(contact_center, warehouse.lake(), log, day.isoformat())
     warehouse.refresh_views()
-    wall, cpu = time.perf_counter() - began, _cpu_now() - cpu0
+    wall, cpu = time.perf_counter() - began, cpu_seconds() - cpu0
     peak_mb = _hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"rows": stats.rows, "pages": stats.pages, "bytes": stats.bytes, "wall_s": wall,
             "cpu_s": cpu, "peak_rss_mb": peak_mb}  # fmt: skip

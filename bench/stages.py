@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import resource
 import sys
 import tempfile
 from collections.abc import Callable
@@ -25,19 +24,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pipelines  # noqa: F401 - the allocator settings of `cdrhouse ingest`, before polars
-from bench.ingest import ServedSandbox
+from bench.ingest import ServedSandbox, cpu_seconds
 from connectors.sandbox.config import DEFAULT_API_KEY
 
 
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
-    began = _cpu()
+    began = cpu_seconds()
     result = work()
-    return result, _cpu() - began
+    return result, cpu_seconds() - began
 
 
 def _fetch(base_url: str, day: date) -> list[bytes]:
