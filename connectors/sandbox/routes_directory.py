@@ -13,20 +13,14 @@ from connectors.sandbox.reads import NO_QUERY, PAGING, Json, ReadRoutes, int_id,
 
 READS = ReadRoutes()
 
-USER_FILTERS: frozenset[str] = PAGING | {
-    "name",
-    "email",
-    "sip_account",
-    "security_access_group_id",
-    "extension",
-    "caller_id",
-    "timezone",
-}
+# The user filters matched on the user's own field (name as a substring, the rest exactly);
+# security_access_group_id matches the group's id.
+_USER_FILTERS = ("name", "email", "sip_account", "extension", "caller_id", "timezone")
+USER_FILTERS: frozenset[str] = PAGING | {*_USER_FILTERS, "security_access_group_id"}
 
 # ------------------------------------------------------------------ users and teams
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
-_USER_FILTERS = ("name", "email", "sip_account", "extension", "caller_id", "timezone")
 
 
 def _filter_users(request: Request, users: list[Json], *, extension: bool) -> list[Json]:
