@@ -78,6 +78,7 @@ def cmd_ingest(
     from pipelines.partitions import partition_keys
     from pipelines.resources import is_sandbox, source_problem
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from warehouse.duck import WAREHOUSE_FILE
     from warehouse.lake import LakeSourceConflict
 
     # Before anything is built or written: never fall back to fake data, never half-start.
@@ -135,7 +136,7 @@ def cmd_ingest(
         print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
         return 1
     rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
-    print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / 'warehouse.duckdb'}", file=out)
+    print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / WAREHOUSE_FILE}", file=out)
     return 0
 
 
@@ -157,6 +158,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     import duckdb
 
     from pipelines.resources import SANDBOX
+    from warehouse.duck import WAREHOUSE_FILE
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()
@@ -166,7 +168,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
     if code != 0:
         return code
-    database = env_data_dir(env) / "warehouse.duckdb"
+    database = env_data_dir(env) / WAREHOUSE_FILE
     print("\nrow counts per table:", file=out)
     for name, rows in _table_counts(database):
         print(f"  {name:<24} {rows:>10,}", file=out)
