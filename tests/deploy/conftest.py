@@ -5,7 +5,7 @@
 - `s3` (session): moto's S3 server (`MotoS3`); `s3.env()` the standard AWS_* variables,
   `s3.create_bucket(name)` / `new_bucket()` a fresh bucket.
 - `served_sandbox` (session): a small seeded sandbox on a loopback port (`ServedApi`): six
-  days ending yesterday UTC, its clock frozen at fixture time so the truth cannot move while a
+  days ending yesterday UTC, its clock frozen at the session clock so the truth cannot move while a
   test runs; `served_sandbox.truth(day)` is the API's `metadata.total` and exact costs.
 - `deploy_env(...)` (tests/deploy/_services.py): the whole environment of a production pod.
 """
