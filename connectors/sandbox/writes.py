@@ -106,5 +106,7 @@ def by_id(items: Any) -> dict[Any, Mapping[str, Any]]:
     return {item["id"]: item for item in items}
 
 
-def active_users(request: Request) -> dict[str, Mapping[str, Any]]:
-    return by_id(dataset(request).users)
+def active_users(request: Request) -> Mapping[str, Mapping[str, Any]]:
+    """The dataset's own index of active users by id (built once with the dimensions)."""
+    users: Mapping[str, Mapping[str, Any]] = get_sandbox(request).dataset.users_by_id
+    return users
