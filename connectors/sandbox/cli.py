@@ -32,15 +32,16 @@ def _fault_value(name: str) -> Callable[[str], object]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--seed", type=int, default=7)
+    config = SandboxConfig.model_fields  # the defaults are the config's, written once
+    parser.add_argument("--seed", type=int, default=config["seed"].default)
     parser.add_argument(
         "--start-date",
         type=date.fromisoformat,
         default=None,
         help="first day of data (default: today - DAYS in UTC, so the data ends today)",
     )
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--cdrs-per-day", type=int, default=20000)
+    parser.add_argument("--days", type=int, default=config["days"].default)
+    parser.add_argument("--cdrs-per-day", type=int, default=config["cdrs_per_day"].default)
     parser.add_argument("--api-key", default=None, help="full-scope key (default: built-in)")
     parser.add_argument(
         "--key",
