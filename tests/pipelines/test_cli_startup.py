@@ -7,63 +7,12 @@ what the fixed cost is made of, and they are deterministic where wall time is no
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.clock import FAR_FUTURE
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("dagster", "polars", "duckdb", "pyarrow")
-
-_RUN_MAIN = """
-import contextlib, io, json, sys
-from pipelines.cli import main
-
-out, err = io.StringIO(), io.StringIO()
-with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try:
-        code = main(json.loads(sys.argv[1]), env=json.loads(sys.argv[2]))
-    except SystemExit as exc:
-        code = exc.code
-print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(),
-                  "modules": sorted(sys.modules)}))
-"""
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    drop = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_LAKE_URI")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    return {**env, "PYTHONPATH": str(REPO_ROOT), "CDRHOUSE_DATA_DIR": str(tmp_path / "data")}
-
-
-def _heavy(modules: list[str]) -> list[str]:
-    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("dagster_"))
-
-
-def _python(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A fresh interpreter in `tmp_path` with the test environment; it must exit 0."""
-    proc = subprocess.run(
-        [sys.executable, *args],
-        env=_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def _run(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, object]:
-    proc = _python(tmp_path, "-c", _RUN_MAIN, json.dumps(argv), json.dumps(env))
-    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
+from tests.support.fresh import heavy, python, run_main
 
 # (argv, env given to main, exit code, a line expected in stdout (0) or stderr (2))
 CASES = {
@@ -111,19 +60,19 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_help_and_usage_errors_import_nothing_heavy(tmp_path: Path, case: str) -> None:
     argv, env, code, expected = CASES[case]
-    result = _run(tmp_path, argv, {**env, "CDRHOUSE_DATA_DIR": str(tmp_path / "data")})
+    result = run_main(tmp_path, argv, {**env, "CDRHOUSE_DATA_DIR": str(tmp_path / "data")})
     assert result["code"] == code, result
     stream = result["out"] if code == 0 else result["err"]
     assert expected in str(stream), result
     if code == 2:
         assert result["out"] == ""
-    assert _heavy(result["modules"]) == []  # type: ignore[arg-type]
+    assert heavy(result["modules"]) == []  # type: ignore[arg-type]
     assert not (tmp_path / "data").exists()  # nothing written either
 
 
 def test_the_module_entry_point_help_imports_nothing_heavy(tmp_path: Path) -> None:
     """`python -m pipelines.cli --help`, the way the deploy tests and benches run it."""
-    proc = _python(tmp_path, "-X", "importtime", "-m", "pipelines.cli", "--help")
+    proc = python(tmp_path, "-X", "importtime", "-m", "pipelines.cli", "--help")
     assert proc.stdout.startswith("usage: cdrhouse")
     for name in ("ingest", "demo", "sandbox", "lake", "sql"):
         assert name in proc.stdout
@@ -133,13 +82,13 @@ def test_the_module_entry_point_help_imports_nothing_heavy(tmp_path: Path) -> No
         if line.startswith("import time:") and "|" in line
     ]
     assert "argparse" in imported  # the log was parsed
-    assert _heavy(imported) == []
+    assert heavy(imported) == []
 
 
 def test_a_real_command_still_loads_what_it_needs(tmp_path: Path) -> None:
     """The control: a command that runs (here refused for lack of a source, exit 2) does import
     Dagster, so the checks above would see a regression."""
-    result = _run(tmp_path, ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"], {})
+    result = run_main(tmp_path, ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"], {})
     assert result["code"] == 2
     assert "CC_API_BASE_URL" in str(result["err"])
     assert "dagster" in result["modules"]  # type: ignore[operator]

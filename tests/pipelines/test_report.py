@@ -28,9 +28,9 @@ from pipelines.definitions import build_defs
 from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
-from tests.pipelines.test_cli_startup import _heavy, _run
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
 from tests.support.clock import SessionClock
+from tests.support.fresh import heavy, run_main
 from tests.support.lake import warehouse
 from tests.support.screenshots import measure, page_region
 
@@ -177,11 +177,11 @@ def sql(
 def test_report_help_and_usage_errors_import_nothing_heavy(
     tmp_path: Path, argv: list[str], code: int, expected: str
 ) -> None:
-    result = _run(tmp_path, argv, {"CDRHOUSE_DATA_DIR": str(tmp_path / "data")})
+    result = run_main(tmp_path, argv, {"CDRHOUSE_DATA_DIR": str(tmp_path / "data")})
     assert result["code"] == code, result
     assert expected in str(result["out"] if code == 0 else result["err"])
     modules: list[str] = result["modules"]  # type: ignore[assignment]
-    assert _heavy(modules) == []
+    assert heavy(modules) == []
     assert not [m for m in modules if m.split(".")[0] in ("altair", "vl_convert")]
 
 
