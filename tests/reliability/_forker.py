@@ -38,12 +38,7 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, hard))
     defs = build_defs(
         contact_center=ContactCenterResource(
-            base_url=spec["base_url"],
-            api_key=spec["api_key"],
-            page_size=spec["page_size"],
-            concurrency=4,
-            max_attempts=12,
-            max_retry_s=60.0,
+            base_url=spec["base_url"], api_key=spec["api_key"], **spec["resource"]
         ),
         warehouse=WarehouseResource(data_dir=spec["data_dir"]),
         start_date=date.fromisoformat(spec["start_date"]),

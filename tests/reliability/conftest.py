@@ -220,13 +220,13 @@ def forker() -> Iterator[Forker]:
 def job(
     served: ServedSandbox, data_dir: Path, days: Sequence[date], **extra: Any
 ) -> dict[str, Any]:
-    """A forker job: ingest `days` with the suite's resource settings."""
+    """A forker job: ingest `days` with the suite's resource settings (`served.defs()`'s)."""
     return {
         "base_url": served.base_url,
         "api_key": DEFAULT_API_KEY,
         "data_dir": str(data_dir),
         "start_date": served.first_day.isoformat(),
         "days": [d.isoformat() for d in days],
-        "page_size": PAGE_SIZE,
+        "resource": dict(served.resource_defaults),
         **extra,
     }
