@@ -35,14 +35,15 @@ def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def _fetch(base_url: str, day: date) -> list[bytes]:
+    from pipelines.partitions import partition_window
     from pipelines.resources import ContactCenterResource
 
     contact_center = ContactCenterResource(base_url=base_url, api_key=DEFAULT_API_KEY)
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    start, end = partition_window(day.isoformat())  # the window the day's step fetches
 
     async def pages() -> list[bytes]:
         async with contact_center.client(logging.getLogger("bench.stages")) as client:
-            return [p.body async for p in client.fetch_cdr_pages(start, start + timedelta(days=1))]
+            return [p.body async for p in client.fetch_cdr_pages(start, end)]
 
     return asyncio.run(pages())
 
