@@ -30,12 +30,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _window_params(start: datetime, end: datetime) -> dict[str, str]:
+    """The CDR list query of one window, in pages of 1,000 (both clients walk the same)."""
+    return {"limit": "1000", "started_at[gte]": iso_ms(start), "started_at[lt]": iso_ms(end)}
+
+
 async def walk(client: httpx.AsyncClient, start: datetime, end: datetime) -> tuple[int, int]:
-    params = {
-        "limit": "1000",
-        "started_at[gte]": iso_ms(start),
-        "started_at[lt]": iso_ms(end),
-    }
+    params = _window_params(start, end)
     records = nbytes = 0
     cursor: str | None = None
     while True:
@@ -87,11 +88,7 @@ async def run_pass(base: str, day: date, workers: int) -> tuple[int, int, float]
 def walk_lean(port: int, start: datetime, end: datetime) -> tuple[int, int]:
     """The same walk with http.client: a client light enough not to bound the server figure."""
     conn = http.client.HTTPConnection("127.0.0.1", port)
-    params = {
-        "limit": "1000",
-        "started_at[gte]": iso_ms(start),
-        "started_at[lt]": iso_ms(end),
-    }
+    params = _window_params(start, end)
     records = nbytes = 0
     cursor: str | None = None
     try:
