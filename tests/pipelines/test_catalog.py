@@ -11,9 +11,9 @@ import pytest
 
 from models.tables import TABLES
 from pipelines.catalog import LINEAGE_TABLES, OwnersError, parse_owners
-from pipelines.definitions import build_defs, defs_from_env
-from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.definitions import defs_from_env
 from tests.support.clock import SessionClock
+from tests.support.served import sandbox_defs
 from warehouse.dictionary import DOC_PATH
 
 LAKE = "s3://acme-data/cdrhouse/lake"
@@ -24,15 +24,7 @@ HISTORY_DAYS = 6
 
 
 def _defs(clock: SessionClock, data_dir: Path, lake_uri: str | None = None) -> dg.Definitions:
-    first_day = clock.days_ago(HISTORY_DAYS)
-    return build_defs(
-        contact_center=ContactCenterResource(
-            base_url="sandbox", sandbox_cdrs_per_day=400, sandbox_start_date=first_day.isoformat()
-        ),
-        warehouse=WarehouseResource(data_dir=str(data_dir), lake_uri=lake_uri),
-        start_date=first_day,
-        retry_policy=dg.RetryPolicy(max_retries=0),
-    )
+    return sandbox_defs(data_dir, clock.days_ago(HISTORY_DAYS), 400, lake_uri=lake_uri)
 
 
 def _dictionary_rows() -> dict[str, dict[str, tuple[str, str]]]:

@@ -14,10 +14,9 @@ from typing import Any, NamedTuple
 import dagster as dg
 import pytest
 
-from pipelines.definitions import build_defs
 from pipelines.freshness import FRESHNESS_CHECK, FRESHNESS_JOB, due_day
-from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import SessionClock
+from tests.support.served import sandbox_defs
 
 
 class Days(NamedTuple):
@@ -42,16 +41,7 @@ def days(clock: SessionClock) -> Days:
 
 
 def _defs(data_dir: Path, first_day: date, base_url: str | None = "sandbox") -> dg.Definitions:
-    return build_defs(
-        contact_center=ContactCenterResource(
-            base_url=base_url,
-            sandbox_cdrs_per_day=200,
-            sandbox_start_date=first_day.isoformat(),
-        ),
-        warehouse=WarehouseResource(data_dir=str(data_dir)),
-        start_date=first_day,
-        retry_policy=dg.RetryPolicy(max_retries=0),
-    )
+    return sandbox_defs(data_dir, first_day, 200, base_url=base_url)
 
 
 def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance, day: date) -> bool:

@@ -95,3 +95,25 @@ def serve_sandbox(
         yield ServedSandbox(
             sandbox, handle.base_url, config.start_date, clock, dict(resource_defaults)
         )
+
+
+def sandbox_defs(
+    data_dir: Path,
+    first_day: date,
+    cdrs_per_day: int,
+    *,
+    lake_uri: str | None = None,
+    base_url: str | None = "sandbox",
+) -> dg.Definitions:
+    """The code location over the bundled in-process sandbox (`base_url=None`: no source at
+    all), its days from `first_day`, without step retries."""
+    return build_defs(
+        contact_center=ContactCenterResource(
+            base_url=base_url,
+            sandbox_cdrs_per_day=cdrs_per_day,
+            sandbox_start_date=first_day.isoformat(),
+        ),
+        warehouse=WarehouseResource(data_dir=str(data_dir), lake_uri=lake_uri),
+        start_date=first_day,
+        retry_policy=dg.RetryPolicy(max_retries=0),
+    )
