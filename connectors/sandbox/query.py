@@ -92,6 +92,8 @@ class QueryCache:
     def __init__(self) -> None:
         self.merged: dict[date, tuple[int, int, DayCdrs]] = {}
         self.lists: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
+        # The run-time CDRs by day, with the state's dynamic_version they were built at.
+        self.dynamic: tuple[int, dict[date, DayCdrs]] = (0, {})
 
 
 def _dynamic_days(sandbox: Sandbox) -> dict[date, DayCdrs]:
@@ -114,6 +116,16 @@ def _dynamic_days(sandbox: Sandbox) -> dict[date, DayCdrs]:
     return {d: v.sorted() for d, v in out.items()}
 
 
+def _dynamic(sandbox: Sandbox) -> dict[date, DayCdrs]:
+    """The run-time CDRs by day, parsed once per change of the state (not per request or day).
+    Read before the build, a version only ever labels data at least as new as itself."""
+    cache = sandbox.query_cache
+    version = sandbox.state.dynamic_version
+    if cache.dynamic[0] != version:
+        cache.dynamic = (version, _dynamic_days(sandbox))
+    return cache.dynamic[1]
+
+
 def _decimal(value: object) -> Decimal:
     return Decimal(str(value))
 
@@ -128,7 +140,7 @@ def day_view(sandbox: Sandbox, d: date) -> DayCdrs:
     hit = cache.merged.get(d)
     if hit is not None and hit[0] == version and hit[1] == id(base):
         return hit[2]
-    extra = _dynamic_days(sandbox).get(d)
+    extra = _dynamic(sandbox).get(d)
     view = base.merged(extra) if extra is not None else base
     cache.merged[d] = (version, id(base), view)
     return view
@@ -138,8 +150,7 @@ def _days(sandbox: Sandbox, flt: CdrFilter) -> Iterator[date]:
     ds = sandbox.dataset
     lo = ds.start_date
     hi = ds.end_date
-    with sandbox.state.lock:
-        dynamic = [parse_ts(r["started_at"]).date() for r in sandbox.state.dynamic_cdrs.values()]
+    dynamic = _dynamic(sandbox)
     if dynamic:
         lo, hi = min(lo, min(dynamic)), max(hi, max(dynamic) + timedelta(days=1))
     low_ms = flt.started_gte
