@@ -190,10 +190,11 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
     if args.lake_command == "info":
         print(f"lake:   {lake.uri}")
         print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
-        for spec in ALL_TABLES:
-            keys = lake.partitions(spec.name)
-            if keys:
-                print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
+        with lake.cached_listing():  # one listing of the lake, not one per table
+            for spec in ALL_TABLES:
+                keys = lake.partitions(spec.name)
+                if keys:
+                    print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
         return 0
     if args.lake_command == "views":
         path = build_warehouse(Path(data_dir), lake.uri, materialize=False)

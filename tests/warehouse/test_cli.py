@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from decimal import Decimal
 
@@ -9,7 +10,7 @@ import polars as pl
 
 from pipelines.cli import main
 
-from .conftest import SmallWarehouse
+from .conftest import DAYS, START, SmallWarehouse
 
 
 def run(small: SmallWarehouse, *argv: str) -> int:
@@ -70,3 +71,12 @@ def test_missing_warehouse(tmp_path, capsys) -> None:
     code = main(["sql", "SELECT 1"], env={"CDRHOUSE_DATA_DIR": str(tmp_path)})
     assert code == 1
     assert "no warehouse" in capsys.readouterr().err
+
+
+def test_lake_info_lists_every_table_with_partitions(small: SmallWarehouse, capsys) -> None:
+    assert main(["lake", "info"], env={"CDRHOUSE_DATA_DIR": str(small.data_dir)}) == 0
+    out = capsys.readouterr().out
+    assert f"lake:   {small.lake.uri}" in out
+    last = START + dt.timedelta(days=DAYS - 1)
+    assert f"  {'cdrs':<24} {DAYS:>5} partitions  date={START} .. date={last}" in out
+    assert f"  {'users':<24} " in out
