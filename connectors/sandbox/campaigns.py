@@ -96,11 +96,11 @@ def render(
     with a resolved ``voice_message {type, name}`` in place of ``voice_message_id``.
 
     Missing config fields (e.g. in generated campaigns) render with their defaults."""
-    full = _with_defaults(campaign)
+    full = _with_defaults(campaign)  # a deep copy already: its values are ours to hand out
     out: dict[str, Any] = {"id": full.get("id"), "name": full.get("name")}
     out["status"] = full.get("status")
     for key in DEFAULTS:
-        out[key] = copy.deepcopy(full[key])
+        out[key] = full[key]
     vm = full.get("amd_voicemail_message")
     if isinstance(vm, dict) and "voice_message_id" in vm:
         ref = vm["voice_message_id"]
