@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from connectors.sandbox.campaign_rules import CHECKERS, FIELD_RULES, CampaignContext
-from connectors.sandbox.fieldcheck import REQUIRED, FieldErrors, body_errors, require
+from connectors.sandbox.fieldcheck import FieldErrors, body_errors, require
 
 Operation = Literal["start", "pause", "stop"]
 
@@ -164,7 +164,6 @@ __all__ = [
     "DEFAULTS",
     "NOT_PATCHABLE",
     "PATCH_ONLY",
-    "REQUIRED",
     "STATUSES",
     "CampaignConflict",
     "CampaignContext",
