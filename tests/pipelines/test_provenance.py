@@ -18,6 +18,7 @@ from pipelines.cli import main
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
+from tests.support.runs import run_failing_at_once
 from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
 
@@ -125,23 +126,12 @@ def test_a_dagster_run_into_another_sources_lake_fails_once_and_writes_nothing(
     defs = served.defs(tmp_path, step_retries=2)
     for job, partition in ((CDR_JOB, day.isoformat()), (SNAPSHOT_JOB, None)):
         with dg.DagsterInstance.ephemeral() as instance:
-            result = defs.resolve_job_def(job).execute_in_process(
-                partition_key=partition, raise_on_error=False, instance=instance
-            )
-        assert not result.success
-        failures = [e for e in result.all_events if e.is_step_failure]
-        assert failures
-        for event in failures:
-            failure = event.step_failure_data.user_failure_data
-            assert failure is not None
+            _, failures = run_failing_at_once(defs, job, partition, instance)
+        for failure in failures:
             message = failure.description
             assert message is not None
             assert "'sandbox:7'" in message
             assert repr(_host(served)) in message
-        retried = [
-            e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY
-        ]
-        assert retried == []
     assert _files(tmp_path) == before
 
 

@@ -28,6 +28,7 @@ from pipelines.resources import (
     ContactCenterResource,
 )
 from tests.pipelines.conftest import evaluate_failure_sensor
+from tests.support.runs import run_failing_at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Nothing is ever fetched here: any complete past day will do, and a fixed one never moves.
@@ -142,26 +143,13 @@ def test_jobs_without_a_source_fail_at_once_and_write_nothing(
     assert defs.get_repository_def().get_job(job_name)
     with dg.DagsterInstance.ephemeral() as instance:
         # The default step retry policy (3 retries, 30 s apart) stays on: it must not apply.
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            partition_key=partition, instance=instance, raise_on_error=False
-        )
-        assert not result.success
-        failures = [e for e in result.all_events if e.is_step_failure]
-        assert failures
-        for event in failures:
-            user = event.step_failure_data.user_failure_data
-            assert user is not None, event.step_failure_data.error
+        result, failures = run_failing_at_once(defs, job_name, partition, instance)
+        for user in failures:
             assert user.description == NOT_CONFIGURED_MESSAGE
             assert "\n" not in user.description
             assert "CC_API_BASE_URL" in user.description
             assert "CC_API_KEY" in user.description
             assert user.metadata["error_class"].value == SOURCE_NOT_CONFIGURED
-        retries = [
-            e.step_key
-            for e in result.all_events
-            if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY
-        ]
-        assert retries == []
         assert not result.get_asset_materialization_events()
         # The run-failure sensor only logs this error class: no failures/<run_id>.json.
         evaluate_failure_sensor(instance, result.run_id, defs, data_dir)
