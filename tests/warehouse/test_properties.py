@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from models.tables import CDR_QUARANTINE, CDRS, TYPE_TABLES, TableSpec
+from models.timestamps import iso_ms
 from warehouse.decode import DATA_FIELDS, TOP_FIELDS, decode_page, decode_page_typed
 from warehouse.normalize import NormalizedTables, normalize, normalize_decoded
 
@@ -133,7 +134,7 @@ def timestamps() -> st.SearchStrategy[str]:
 
     def fmt(m: dt.datetime, style: int) -> str:
         if style == 0:
-            return m.strftime("%Y-%m-%dT%H:%M:%S.") + f"{m.microsecond // 1000:03d}Z"
+            return iso_ms(m.replace(tzinfo=dt.UTC))  # the API's own form
         if style == 1:
             return m.strftime("%Y-%m-%dT%H:%M:%SZ")
         return m.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+02:00"
