@@ -187,7 +187,9 @@ class FaultMiddleware:
             return
         if cfg.latency_ms or cfg.jitter_ms:
             await asyncio.sleep((cfg.latency_ms + cfg.jitter_ms * self.state.draw()) / 1000.0)
-        if not self.state.admit(_bearer_key(scope)) or self._hit(cfg.error_429_rate):
+        # The key's hash only when a bucket will take it: not on every faulted request.
+        limited = cfg.rate_limit_rps is not None and not self.state.admit(_bearer_key(scope))
+        if limited or self._hit(cfg.error_429_rate):
             extra = []
             if cfg.retry_after_s is not None:
                 extra.append((b"retry-after", f"{cfg.retry_after_s:g}".encode()))
