@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -69,14 +70,21 @@ class LocalStore:
         finally:
             tmp.unlink(missing_ok=True)
 
+    def _parts(self, table: str | None) -> Iterator[Path]:
+        return self.root.glob(f"{table or '*'}/*=*/{PART_FILE}")
+
     def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
         """`table -> key -> mtime` of every published partition (of one table, if given)."""
         out: dict[str, dict[str, float]] = {}
-        for path in self.root.glob(f"{table or '*'}/*=*/{PART_FILE}"):
+        for path in self._parts(table):
             with contextlib.suppress(FileNotFoundError):
                 keys = out.setdefault(path.parent.parent.name, {})
                 keys[path.parent.name] = path.stat().st_mtime
         return out
+
+    def has_partitions(self, table: str) -> bool:
+        """Stops at the first published partition found."""
+        return next(self._parts(table), None) is not None
 
     def spool_dir(self) -> Path:
         return self.root / TMP_DIR
@@ -177,6 +185,10 @@ class ObjectStore:
             if len(parts) == 3 and parts[2] == PART_FILE and "=" in parts[1]:
                 out.setdefault(parts[0], {})[parts[1]] = _info_stamp(info)
         return out
+
+    def has_partitions(self, table: str) -> bool:
+        """One listing of the table's prefix (an object store has no glob to stop early)."""
+        return bool(self.list_all(table))
 
     def spool_dir(self) -> Path:
         return Path(tempfile.gettempdir()) / SPOOL_DIR
