@@ -4,17 +4,15 @@ is in the other, with compatible JSON types (recursively through nested objects)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from connectors.sandbox.openapi import openapi_bytes
 from models import resources as r
 
-DOC: dict[str, Any] = json.loads(
-    (Path(__file__).resolve().parents[3] / "connectors/sandbox/openapi.json").read_text()
-)
+DOC: dict[str, Any] = json.loads(openapi_bytes())
 SCHEMAS: dict[str, Any] = DOC["components"]["schemas"]
 
 # read model -> document schema (same resource)
