@@ -35,10 +35,10 @@ from models.tables import (
     USERS,
     TableSpec,
 )
+from warehouse.decode import parse_ts
 
 Row = dict[str, Any]
 ByGroup = Mapping[int, list[Row]]  # a queue's or team's members (or supervisors) by its id
-_TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 
 _USER_KNOWN = {
     "id",
@@ -101,7 +101,7 @@ def _frame(spec: TableSpec, rows: list[Row], snapshot_at: dt.datetime) -> pl.Dat
     df = pl.DataFrame(rows, schema=build, orient="row" if not rows else None, strict=False)
     return df.with_columns(
         *[
-            pl.col(c).str.to_datetime(_TS_FORMAT, time_unit="ms", time_zone="UTC", strict=False)
+            parse_ts(pl.col(c)).alias(c)  # every form the spec shows, like the CDRs'
             for c in ts_cols
         ],
         *[pl.col(c).cast(schema[c], strict=False) for c in money],
