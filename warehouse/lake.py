@@ -236,12 +236,14 @@ class Lake:
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""
-        parquet = self.open_parquet(table, key)
-        if parquet is None:
-            return None
-        meta = parquet.schema_arrow.metadata or {}
-        value = meta.get(META_SOURCE.encode())
+        footer = self.partition_footer(table, key)
+        value = (footer.metadata or {}).get(META_SOURCE.encode()) if footer else None
         return value.decode() if value else None
+
+    def partition_footer(self, table: str, key: str) -> pq.FileMetaData | None:
+        """The partition's Parquet footer (rows, key-value metadata), None if absent: only the
+        footer is read, also from an object store (`open_parquet` takes the whole object)."""
+        return self.store.read_footer(self._rel(table, key))
 
     # --- writing --------------------------------------------------------------------------
 

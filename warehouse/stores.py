@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import pyarrow.parquet as pq
+
 PART_FILE = "part-0.parquet"
 TMP_DIR = "_tmp"
 LOCAL_SCHEMES = ("", "file")
@@ -54,6 +56,12 @@ class LocalStore:
     def read_bytes(self, rel: str) -> bytes | None:
         try:
             return (self.root / rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def read_footer(self, rel: str) -> pq.FileMetaData | None:
+        try:
+            return pq.read_metadata(self.root / rel)
         except FileNotFoundError:
             return None
 
@@ -161,6 +169,20 @@ class ObjectStore:
         except FileNotFoundError:
             return None
         return data
+
+    def read_footer(self, rel: str) -> pq.FileMetaData | None:
+        """The Parquet footer alone (ranged reads at the end, not the whole object). s3fs pins
+        the ETag, so an object replaced between two reads fails them: read it again."""
+        for attempt in range(2):
+            try:
+                with self.fs.open(self._p(rel), "rb") as f:
+                    return pq.read_metadata(f)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                if attempt:
+                    raise
+        return None
 
     def create_exclusive(self, rel: str, data: bytes) -> None:
         if self.protocol in ("s3", "s3a"):

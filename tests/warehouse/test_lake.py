@@ -103,3 +103,16 @@ def test_delete_partition_and_stale_temp_cleanup(tmp_path) -> None:
 def test_bad_partition_key_is_rejected(tmp_path) -> None:
     with pytest.raises(ValueError, match="partition key"):
         Lake(str(tmp_path)).partition_path("cdrs", "../../etc")
+
+
+def test_partition_footer_gives_rows_and_source_without_the_data(tmp_path) -> None:
+    lake = Lake(tmp_path.as_uri())
+    day = dt.date(2026, 11, 20)
+    key = partition_key("date", day)
+    lake.write("raw_cdrs", key, frame(["a", "b", "c"], day), source="sandbox:3")
+    footer = lake.partition_footer("raw_cdrs", key)
+    assert footer is not None
+    assert footer.num_rows == 3
+    assert lake.partition_source("raw_cdrs", key) == "sandbox:3"
+    assert lake.partition_footer("raw_cdrs", "date=2026-11-21") is None
+    assert lake.partition_source("raw_cdrs", "date=2026-11-21") is None
