@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import psycopg2
 
-from tests.pipelines._dagster_dev import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"

@@ -27,9 +27,9 @@ from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import MotoS3
 from tests.support.clock import SessionClock
+from tests.support.paths import REPO_ROOT
 from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 20)
 KEY = f"date={DAY}"
 

@@ -23,9 +23,9 @@ import httpx
 import pytest
 
 from tests.support.clock import SessionClock
+from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
 STARTUP_TIMEOUT_S = 120.0
 # `dagster dev` forwards SIGTERM to its webserver and daemon, which take a few seconds to stop.

@@ -17,7 +17,8 @@ from dagster._core.instance.config import dagster_instance_config
 from dagster._core.storage.config import pg_config
 from sqlalchemy.engine import make_url
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO_ROOT
+
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
 PG_ENV = {
     "DAGSTER_PG_USERNAME": "cdrhouse",

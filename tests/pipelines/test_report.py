@@ -27,11 +27,12 @@ from pipelines.cli import cmd_demo, cmd_ingest
 from pipelines.definitions import build_defs
 from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from tests.pipelines._dagster_dev import ARTIFACTS_DIR, REPO_ROOT
+from tests.pipelines._dagster_dev import ARTIFACTS_DIR
 from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
 from tests.support.clock import SessionClock
 from tests.support.fresh import heavy, run_main
 from tests.support.lake import warehouse
+from tests.support.paths import REPO_ROOT
 from tests.support.screenshots import measure, page_region
 
 # What the sandbox showed for the ingested range, before and after the ingest.

@@ -28,9 +28,9 @@ from pipelines.resources import (
     ContactCenterResource,
 )
 from tests.pipelines.conftest import evaluate_failure_sensor
+from tests.support.paths import REPO_ROOT
 from tests.support.runs import run_failing_at_once
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Nothing is ever fetched here: any complete past day will do, and a fixed one never moves.
 DAY = date(2026, 11, 1)
 ARGV = ["ingest", "--start", DAY.isoformat(), "--end", (DAY + timedelta(days=1)).isoformat()]

@@ -29,9 +29,9 @@ from pipelines.definitions import CDR_JOB
 from pipelines.partitions import partition_window
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse_rows
+from tests.support.paths import REPO_ROOT
 from tests.support.served import ServedSandbox, serve_sandbox
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED = 23
 CDRS_PER_DAY = 300
 PAGE_SIZE = 10

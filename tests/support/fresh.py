@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO_ROOT
+
 HEAVY = ("dagster", "polars", "duckdb", "pyarrow")
 
 _RUN_MAIN = """

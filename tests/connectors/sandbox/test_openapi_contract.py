@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,8 +18,8 @@ from referencing.jsonschema import DRAFT202012
 from connectors.sandbox import Sandbox
 from connectors.sandbox.openapi import openapi_bytes
 from tests.connectors.sandbox.conftest import Api, make_write_sandbox
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 DOC: dict[str, Any] = json.loads(openapi_bytes())
 CHOICE = "x-sandbox-choice"
 
@@ -28,7 +27,7 @@ CHOICE = "x-sandbox-choice"
 def test_the_sandbox_serves_the_checked_in_file_byte_for_byte(api: Api) -> None:
     served = api.get("/api/v4/openapi.json")
     assert served.status_code == 200
-    assert served.content == (ROOT / "connectors/sandbox/openapi.json").read_bytes()
+    assert served.content == (REPO_ROOT / "connectors/sandbox/openapi.json").read_bytes()
     assert DOC["openapi"] == "3.1.0"
 
 
@@ -65,7 +64,7 @@ def _doc_choices() -> set[str]:
 
 
 def _table_items() -> set[str]:
-    text = (ROOT / "docs/sandbox.md").read_text()
+    text = (REPO_ROOT / "docs/sandbox.md").read_text()
     table = text[text.index("## What the spec leaves") :]
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
     return {row.split(" | ")[0].removeprefix("| ").strip() for row in rows}
