@@ -20,22 +20,10 @@ from pydantic import ValidationError
 from connectors.contact_center import ContactCenterClient, WriteResult, cdr_filter_params
 from models.resources import Campaign, SendSms
 from tests.connectors.contact_center.conftest import day, make_client, make_sandbox
+from tests.support.transports import Recording
 
 PHONE = "4915112345678"
 AGENT = "0b6e7a52-2a9f-4c43-9a4e-1a2b3c4d5e6f"
-
-
-class Recording(httpx.AsyncBaseTransport):
-    """Passes every request on to `inner`, keeping a copy."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        await request.aread()
-        self.requests.append(request)
-        return await self.inner.handle_async_request(request)
 
 
 def run_with(

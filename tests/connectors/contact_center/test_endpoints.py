@@ -8,7 +8,6 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -23,6 +22,7 @@ from connectors.contact_center import (
 )
 from connectors.sandbox import Sandbox
 from models.resources import CallData, CampaignPatch, SendSms
+from tests.support.transports import Recording
 
 from .conftest import NARROW_KEY, NOW, day, make_client, make_sandbox
 
@@ -219,19 +219,13 @@ def test_auth_errors_name_the_fix(shared: Sandbox) -> None:
 
 
 def test_headers_on_the_wire(shared: Sandbox) -> None:
-    seen: list[httpx.Request] = []
-    inner = shared.transport()
-
-    class Recording(httpx.AsyncBaseTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            seen.append(request)
-            return await inner.handle_async_request(request)
+    recording = Recording(shared.transport())
 
     async def body(c: ContactCenterClient) -> Any:
         return await c.get_balance()
 
-    run(shared, body, transport=Recording())
-    (request,) = seen
+    run(shared, body, transport=recording)
+    (request,) = recording.requests
     assert request.headers["accept"] == "application/json"
     assert request.headers["user-agent"].startswith("cdrhouse/")
     assert request.headers["authorization"].startswith("Bearer ")
