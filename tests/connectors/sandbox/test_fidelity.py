@@ -5,9 +5,7 @@ Each test failed against the sandbox before its fix.
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -17,6 +15,7 @@ import pytest
 from connectors.sandbox import Sandbox
 from tests.connectors.sandbox.conftest import Api, make_write_sandbox
 from tests.support.ports import free_port
+from tests.support.processes import served_process
 
 CONTACT = "4915112345678"
 
@@ -173,17 +172,9 @@ def test_cli_serves_scoped_keys_so_a_403_can_be_seen() -> None:
         "--key", "billing-only=billing.balance.read",
         "--key", "reader=users.read,routing.queues.read",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}/api/v4"
-    try:
-        response = None
-        for _ in range(100):
-            try:
-                response = httpx.get(f"{base}/billing/balance", headers=_bearer("billing-only"))
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert response is not None
+    with served_process(cmd, f"{base}/billing/balance"):
+        response = httpx.get(f"{base}/billing/balance", headers=_bearer("billing-only"))
         assert response.status_code == 200
         denied = httpx.get(f"{base}/users", headers=_bearer("billing-only"))
         assert (denied.status_code, denied.json()) == (403, {"error": "Forbidden"})
@@ -192,11 +183,6 @@ def test_cli_serves_scoped_keys_so_a_403_can_be_seen() -> None:
         assert httpx.get(f"{base}/billing/balance", headers=_bearer("reader")).status_code == 403
         full = _bearer("sbx-full-access-key")
         assert httpx.get(f"{base}/users", headers=full).status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def _bearer(key: str) -> dict[str, str]:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.support.ports import free_port
+from tests.support.processes import served_process
 
 HERE = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -36,29 +35,19 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
         str(cdrhouse), "sandbox", "--port", str(port), "--seed", "7",
         "--start-date", "2026-11-01", "--days", "2", "--cdrs-per-day", "200",
     ]  # fmt: skip
-    server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/api/v4/openapi.json"
+    run = [
+        str(st), "--config-file", str(HERE / "schemathesis.toml"), "run", url,
+        "--checks", "all", "--exclude-checks", "unsupported_method",
+        "--seed", "1", "--max-examples", "5", "--workers", "2", "--no-color",
+        "-H", "Authorization: Bearer sbx-full-access-key",
+    ]  # fmt: skip
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(url).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        run = [
-            str(st), "--config-file", str(HERE / "schemathesis.toml"), "run", url,
-            "--checks", "all", "--exclude-checks", "unsupported_method",
-            "--seed", "1", "--max-examples", "5", "--workers", "2", "--no-color",
-            "-H", "Authorization: Bearer sbx-full-access-key",
-        ]  # fmt: skip
-        result = subprocess.run(
-            run, cwd=tmp_path, capture_output=True, text=True, timeout=220, check=False
-        )
+        with served_process(serve, url):
+            result = subprocess.run(
+                run, cwd=tmp_path, capture_output=True, text=True, timeout=220, check=False
+            )
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-        if server.stderr is not None:
-            server.stderr.close()
         shutil.rmtree(tmp_path / "schemathesis-report", ignore_errors=True)
     summary = result.stdout[result.stdout.find("= SUMMARY =") :]
     print(summary)  # shown with -rA / on failure: the lines the issue asks for

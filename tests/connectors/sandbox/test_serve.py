@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 
 import httpx
 
 from tests.connectors.sandbox.conftest import make_sandbox
 from tests.support.ports import free_port
+from tests.support.processes import served_process
 
 
 def test_serve_over_a_real_socket() -> None:
@@ -33,24 +32,13 @@ def test_cli_serves_on_a_port_and_prints_url_and_key() -> None:
         "--seed", "7", "--start-date", "2026-11-01", "--days", "2", "--cdrs-per-day", "300",
         "--api-key", "test-key-123",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    try:
+    url = f"http://127.0.0.1:{port}/api/v4/reporting/cdrs?limit=2"
+    with served_process(cmd, url, read_stdout=True) as proc:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}" in first
         assert "test-key-123" in proc.stdout.readline()
-        url = f"http://127.0.0.1:{port}/api/v4/reporting/cdrs?limit=2"
-        for _ in range(100):
-            try:
-                response = httpx.get(url, headers={"Authorization": "Bearer test-key-123"})
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        response = httpx.get(url, headers={"Authorization": "Bearer test-key-123"})
         assert response.status_code == 200
         assert len(response.json()["cdrs"]) == 2
         assert httpx.get(url, headers={"Authorization": "Bearer nope"}).status_code == 401
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
