@@ -77,9 +77,9 @@ def build_aggregate_assets(
 
 
 def _cdrs_rows(warehouse: WarehouseResource, key: str) -> int:
-    """Rows of the day's cdrs partition, from its Parquet footer (no data read)."""
-    parquet = warehouse.lake().open_parquet("cdrs", key)
-    return 0 if parquet is None else parquet.metadata.num_rows
+    """Rows of the day's cdrs partition, from its Parquet footer (only the footer is read)."""
+    footer = warehouse.lake().partition_footer("cdrs", key)
+    return 0 if footer is None else footer.num_rows
 
 
 def _volume_check(table: pa.Table, cdrs_rows: int) -> dg.AssetCheckResult:
