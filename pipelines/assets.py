@@ -25,6 +25,7 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
 )
 from models.tables import TABLES
+from models.timestamps import iso_ms
 from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
 from pipelines.checks import CDR_CHECK_SPECS, RAW_CDRS, known_user_ids, row_count_result
 from pipelines.checks import selected as selected_checks
@@ -312,7 +313,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
                 (frame.height, seconds),
                 api_records=fetched.records,
                 api_requests=fetched.requests,
-                snapshot_at=taken_at.isoformat(timespec="milliseconds"),
+                snapshot_at=iso_ms(taken_at),
                 partition=key,
             )
 
