@@ -24,7 +24,7 @@ import polars as pl
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
 from warehouse.decode import decode_page
-from warehouse.duck import build_warehouse, connect, default_lake_uri, write_day_aggregates
+from warehouse.duck import build_warehouse, connect
 from warehouse.lake import Lake, partition_key
 from warehouse.normalize import normalize
 from warehouse.viewsql import reporting_sql_files
@@ -135,11 +135,6 @@ def main() -> None:
         )
         for k, v in stats.items():
             print(f"  {k}: {v:,.1f}")
-    t0 = time.perf_counter()
-    lake = Lake(default_lake_uri(args.out))
-    for key in lake.partitions("cdrs"):  # the pipeline's per-day aggregates step
-        write_day_aggregates(lake, key)
-    print(f"per-day aggregates: {time.perf_counter() - t0:.2f}s")
     t0 = time.perf_counter()
     build_warehouse(args.out)
     print(f"build_warehouse: {time.perf_counter() - t0:.2f}s")

@@ -14,7 +14,7 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.resources import WarehouseResource
-from warehouse.duck import AGG_SOURCES, write_day_aggregates
+from warehouse.duck import AGG_SOURCES, aggregate_day
 from warehouse.viewsql import aggregate_names
 
 VOLUME_AGG = "agg_daily_volume"
@@ -60,7 +60,11 @@ def build_aggregate_assets(
         key = f"date={context.partition_key}"
         lake = warehouse.lake()
         selected = {k.to_user_string() for k in context.selected_asset_keys}
-        tables = write_day_aggregates(lake, key, only=selected)
+        tables = aggregate_day(lake, key, only=selected)
+        # Derived data: it carries the source of the CDR partition it was computed from.
+        source = lake.partition_source("cdrs", key)
+        for name, table in tables.items():
+            lake.write(name, key, table, schema=table.schema, source=source)
         warehouse.refresh_views()
         for name, table in tables.items():
             yield dg.MaterializeResult(

@@ -238,7 +238,7 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""
         from warehouse.duck import build_warehouse
 
-        return build_warehouse(self.data_path, self.resolved_lake_uri)
+        return build_warehouse(self.data_path, self.resolved_lake_uri, materialize=False)
 
 
 def utc_now() -> datetime:

@@ -169,6 +169,40 @@ def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str)
     )
 
 
+def materialize_aggregates(lake: Lake | Path | str, only: Collection[str] | None = None) -> int:
+    """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
+
+    `only` (partition keys like `date=2026-11-20`) limits the work to the days a run wrote, so
+    runs of other days, in other pods, never rewrite each other's aggregates.
+
+    Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
+    date's rows. On a local lake a materialized file is stamped with the newest source mtime
+    seen *before* it was computed, so a source replaced meanwhile is newer and gets recomputed
+    next time; objects keep their own LastModified (written after their sources).
+    """
+    lake = lake if isinstance(lake, Lake) else Lake(str(lake))
+    aggs = aggregate_names()
+    with lake.cached_listing():
+        source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
+        agg_stamps = {a: lake.stamps(a) for a in aggs}
+    days = {k for stamps in source_stamps.values() for k in stamps}
+    refreshed = 0
+    for key in sorted(days if only is None else days & set(only)):
+        newest = max(s[key] for s in source_stamps.values() if key in s)
+        stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
+        if not stale:
+            continue
+        for agg, table in aggregate_day(lake, key, only=stale).items():
+            lake.write(agg, key, table, schema=table.schema)
+            lake.set_stamp(agg, key, newest)
+            refreshed += 1
+    # A date whose CDR partitions were all deleted loses its aggregates too.
+    for agg in aggs if only is None else ():
+        for key in set(agg_stamps[agg]) - days:
+            lake.delete_partition(agg, key)
+    return refreshed
+
+
 def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> dict[str, pa.Table]:
     """Every `agg_*` pre-aggregate (or `only` those) of one date partition, from that date's
     CDR partitions alone: the cost does not grow with the days the lake holds."""
@@ -184,39 +218,25 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
         con.close()
 
 
-def write_day_aggregates(
-    lake: Lake, key: str, only: Collection[str] | None = None
-) -> dict[str, pa.Table]:
-    """Replace one date partition's `agg_*` pre-aggregates (or `only` those) and return them.
-    Derived data: they carry the source of the day's `cdrs` partition, and a day none of whose
-    source partitions exists any more loses its aggregates too."""
-    tables = aggregate_day(lake, key, only)
-    if not any(lake.exists(table, key) for table in AGG_SOURCES):
-        for name in tables:
-            lake.delete_partition(name, key)
-        return tables
-    source = lake.partition_source("cdrs", key)
-    for name, table in tables.items():
-        lake.write(name, key, table, schema=table.schema, source=source)
-    return tables
-
-
 def default_lake_uri(data_dir: Path) -> str:
     return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
 
 
-def build_warehouse(data_dir: Path, lake_uri: str | None = None) -> Path:
+def build_warehouse(
+    data_dir: Path, lake_uri: str | None = None, *, materialize: bool = True
+) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
     The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
-    configuration change. Nothing is written to the lake (an analyst's machine with read-only
-    credentials builds its views the same way); the `agg_*` partitions are written by
-    `write_day_aggregates`, one day at a time."""
+    configuration change. `materialize=False` writes nothing to the lake (an analyst's machine
+    with read-only credentials builds its views that way)."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
+    if materialize:
+        materialize_aggregates(lake)
     try:
         for attempt in range(BUILD_ATTEMPTS):
             con = duckdb.connect(str(tmp))
@@ -282,7 +302,7 @@ def refresh_views(data_dir: Path, lake_uri: str | None = None) -> bool:
     lake = Lake(lake_uri or default_lake_uri(Path(data_dir).resolve()))
     if built_fingerprint(data_dir) == views_fingerprint(lake):
         return False
-    build_warehouse(data_dir, lake_uri)
+    build_warehouse(data_dir, lake_uri, materialize=False)
     return True
 
 

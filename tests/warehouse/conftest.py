@@ -13,7 +13,7 @@ import pytest
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
 from warehouse.decode import decode_page
-from warehouse.duck import build_warehouse, write_day_aggregates
+from warehouse.duck import build_warehouse
 from warehouse.lake import Lake, partition_key
 from warehouse.normalize import NormalizedTables, normalize
 
@@ -47,7 +47,6 @@ def write_day(lake: Lake, ds: Dataset, day: dt.date) -> NormalizedTables:
     norm = normalize(raw)
     for name, frame in norm.tables().items():
         lake.write(name, key, frame)
-    write_day_aggregates(lake, key)  # as the pipeline's next step does for the day
     return norm
 
 
