@@ -75,6 +75,17 @@ def test_a_duplicate_across_row_groups_fails_ids_unique_and_is_named() -> None:
     assert result.metadata["sample"].value == [dup]
 
 
+def test_an_id_written_three_times_and_another_twice_are_two_duplicate_ids() -> None:
+    a, b = _rec(1)["id"], _rec(2)["id"]
+    checks = _fold(_group(_rec(1), _rec(2)), _group(_rec(1), _rec(3)), _group(_rec(2), _rec(1)))
+    written = [a, b, a, _rec(3)["id"], b, a]
+    result = _results(checks, [str(i) for i in written])["cdrs_ids_unique"]
+    assert not result.passed
+    assert result.metadata["duplicate_ids"].value == 2
+    assert result.metadata["rows"].value == 6
+    assert sorted(result.metadata["sample"].value) == sorted([a, b])
+
+
 def test_window_nulls_types_users_and_quarantine_each_fail() -> None:
     outside = _rec(1, started_at="2026-11-06T00:00:00.000Z")
     stranger = _rec(2, user={"id": "u-unknown"})
