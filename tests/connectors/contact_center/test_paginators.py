@@ -53,6 +53,25 @@ def test_read_page_info_rejects_bad_bodies(body: bytes) -> None:
         read_page_info(body, "cdrs")
 
 
+def test_a_page_is_read_while_an_earlier_bad_page_is_still_held_by_its_traceback() -> None:
+    # The parser is reused from page to page; a retry loop that keeps the last error keeps
+    # its frames, and with them a document of that parser.
+    try:
+        read_page_info(b'{"cdrs": [], "metadata": {"total": "3"}}', "cdrs")
+    except InvalidBodyError as exc:
+        kept = exc
+    assert kept.__traceback__ is not None
+    first = read_page_info(_cdrs([1, 2], 2, None), "cdrs", keys=True)
+    second = read_page_info(_cdrs([7], 9, "c9"), "cdrs", keys=True)
+    assert (first.count, first.last_id) == (2, "id-000002")
+    assert (second.count, second.total, second.next_cursor, second.first_id) == (
+        1,
+        9,
+        "c9",
+        "id-000007",
+    )
+
+
 def test_offset_paginator_bounds_and_walk() -> None:
     pager = OffsetPaginator(5000, 100)
     assert pager.limit == 100  # capped at the endpoint's bound
