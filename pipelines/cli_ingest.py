@@ -78,7 +78,6 @@ def cmd_ingest(
     from pipelines.partitions import partition_keys
     from pipelines.resources import is_sandbox, source_problem
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
-    from warehouse.duck import WAREHOUSE_FILE
     from warehouse.lake import LakeSourceConflict
 
     # Before anything is built or written: never fall back to fake data, never half-start.
@@ -135,6 +134,8 @@ def cmd_ingest(
         failed = [r.label for r in report.runs if not r.success or r.checks_failed]
         print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
         return 1
+    from warehouse.duck import WAREHOUSE_FILE
+
     rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
     print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / WAREHOUSE_FILE}", file=out)
     return 0

@@ -37,6 +37,7 @@ from warehouse import viewsql as viewsql_module
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
+    AGG_SOURCES,
     aggregate_names,
     base_view_sql,
     current_sql,
@@ -65,8 +66,6 @@ LAKE_PARTITIONS = (
     ("num_rows", "BIGINT"),
     ("file", "VARCHAR"),
 )
-# Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
-AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
 
 
 def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:

@@ -135,5 +135,9 @@ def reporting_sql_files() -> list[Path]:
     return sorted(SQL_DIR.glob("*.sql"))
 
 
+# Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
+AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
+
+
 def aggregate_names() -> list[str]:
     return [m for p in reporting_sql_files() for m in _AGG_RE.findall(p.read_text())]

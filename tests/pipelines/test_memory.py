@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from pipelines.memory import POLARS_JEMALLOC
+from tests.support.clock import SessionClock
 
 PROBE = """
 import json, os, sys
@@ -59,3 +61,53 @@ def test_nothing_is_claimed_for_polars_once_it_is_loaded() -> None:
     # Too late for jemalloc: the variable would only mislead whoever reads it.
     seen = _probe("polars")
     assert POLARS_JEMALLOC not in seen["jemalloc"]
+
+
+STEP_PROBE = """
+import json, sys
+import dagster as dg
+from pipelines.definitions import CDR_JOB, defs
+
+job = defs.resolve_job_def(CDR_JOB)
+aggs = [k for k in job.asset_layer.executable_asset_keys if k.path[0].startswith("agg_")]
+seen = {"after_load": "duckdb" in sys.modules}
+day = job.execute_in_process(
+    partition_key=sys.argv[1],
+    asset_selection=[k for k in job.asset_layer.executable_asset_keys if k not in aggs],
+)
+seen["day_ok"] = day.success
+seen["rows"] = [m.metadata.get("dagster/row_count").value
+                for m in day.asset_materializations_for_node("raw_cdrs")
+                if m.asset_key.path == ["cdrs"]]
+seen["after_day"] = "duckdb" in sys.modules
+seen["aggs_ok"] = job.execute_in_process(partition_key=sys.argv[1], asset_selection=aggs).success
+seen["after_aggs"] = "duckdb" in sys.modules
+print(json.dumps(seen))
+"""
+
+
+def test_the_cdr_day_step_runs_without_loading_duckdb(tmp_path: Path, clock: SessionClock) -> None:
+    """DuckDB's library keeps ~35 MB resident once loaded; the day's CDR step, the peak of a
+    run, never loads it. The aggregates step after it does (the control)."""
+    day = clock.days_ago(2).isoformat()
+    out = subprocess.run(
+        [sys.executable, "-c", STEP_PROBE, day],
+        env={k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_"))}
+        | {
+            "CC_API_BASE_URL": "sandbox",
+            "CDRHOUSE_DATA_DIR": str(tmp_path / "data"),
+            "CDRHOUSE_START_DATE": day,
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["day_ok"]
+    assert seen["rows"]
+    assert seen["rows"][0] > 0
+    assert seen["after_load"] is False
+    assert seen["after_day"] is False
+    assert seen["aggs_ok"]
+    assert seen["after_aggs"] is True
