@@ -26,6 +26,7 @@ import polars as pl
 
 from models.tables import RAW_CDRS as RAW_SPEC
 from pipelines.checks import RAW_CDRS, DayChecks
+from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_typed, with_decoded
@@ -101,18 +102,20 @@ class DayWriter:
             raw = group.select(RAW_COLUMNS)
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
-        if not self._tables:
-            return
-        rows = group.height
-        tables = normalize_decoded(group)
-        del group
-        for table, attr in NORMALIZED_TABLES.items():
-            frame: pl.DataFrame = getattr(tables, attr)
-            if table in self._tables and frame.height:
-                self._tables[table].write(frame)
-            if table in self._tables:
-                self._note(table, frame)
-        self._checks.add(rows, tables)
+        if self._tables:
+            rows = group.height
+            tables = normalize_decoded(group)
+            del group
+            for table, attr in NORMALIZED_TABLES.items():
+                frame: pl.DataFrame = getattr(tables, attr)
+                if table in self._tables and frame.height:
+                    self._tables[table].write(frame)
+                if table in self._tables:
+                    self._note(table, frame)
+            self._checks.add(rows, tables)
+            del tables
+        # The group's buffers are freed: release them, or the day's RSS grows with its size.
+        release_free_memory()
 
     def _note(self, table: str, frame: pl.DataFrame) -> None:
         self._stats.counts[table] = self._stats.counts.get(table, 0) + frame.height
