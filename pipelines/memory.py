@@ -62,7 +62,7 @@ def bound_allocators(environ: MutableMapping[str, str] = os.environ) -> list[str
     if "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in environ:
         environ["ARROW_DEFAULT_MEMORY_POOL"] = ARROW_POOL
         applied.append("ARROW_DEFAULT_MEMORY_POOL")
-    arenas_free = "MALLOC_ARENA_MAX" not in environ
-    if arenas_free and _LIBC is not None and _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS) == 1:
+    arenas_unset = "MALLOC_ARENA_MAX" not in environ
+    if arenas_unset and _LIBC is not None and _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS) == 1:
         applied.append("M_ARENA_MAX")
     return applied
