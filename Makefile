@@ -77,10 +77,11 @@ test-fast: install
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
 
-# The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra.
+# The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra, and
+# the lock constrains what it shares with cdrhouse, so the bench measures the locked versions.
 .PHONY: bench
 bench: install
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev,bench]'
 	$(BIN)/python -m bench.peers
 
 clean:
