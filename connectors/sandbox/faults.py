@@ -127,11 +127,12 @@ class FaultState:
         with self._lock:
             return self.rng.random()
 
-    def admit(self, key: str) -> bool:
-        """Token bucket per key; True when the request may proceed."""
-        cfg = self.config
+    def admit(self, cfg: FaultConfig, scope: Scope) -> bool:
+        """Token bucket per API key; True when the request may proceed. The key is hashed only
+        when `cfg` limits the rate: not on every faulted request."""
         if cfg.rate_limit_rps is None:
             return True
+        key = _bearer_key(scope)
         with self._lock:
             bucket = self.buckets.get(key)
             if bucket is None:
@@ -187,9 +188,7 @@ class FaultMiddleware:
             return
         if cfg.latency_ms or cfg.jitter_ms:
             await asyncio.sleep((cfg.latency_ms + cfg.jitter_ms * self.state.draw()) / 1000.0)
-        # The key's hash only when a bucket will take it: not on every faulted request.
-        limited = cfg.rate_limit_rps is not None and not self.state.admit(_bearer_key(scope))
-        if limited or self._hit(cfg.error_429_rate):
+        if not self.state.admit(cfg, scope) or self._hit(cfg.error_429_rate):
             extra = []
             if cfg.retry_after_s is not None:
                 extra.append((b"retry-after", f"{cfg.retry_after_s:g}".encode()))
