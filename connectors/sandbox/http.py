@@ -65,6 +65,14 @@ async def read_json_body(request: Request) -> object:
         raise ApiError(400) from None
 
 
+async def json_object(request: Request) -> dict[str, Any]:
+    """The JSON body, which must be an object (422 naming `body` otherwise)."""
+    body = await read_json_body(request)
+    if not isinstance(body, dict):
+        raise fail({"body": ["must be a JSON object"]})
+    return body
+
+
 def get_sandbox(request: Request) -> Sandbox:
     sandbox: Sandbox = request.app.state.sandbox
     return sandbox

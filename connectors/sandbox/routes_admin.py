@@ -11,8 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from connectors.sandbox.faults import FaultConfig
-from connectors.sandbox.http import fail, get_sandbox, json_response
-from connectors.sandbox.writes import json_object
+from connectors.sandbox.http import fail, get_sandbox, json_object, json_response
 from models.timestamps import iso_ms, parse_ts
 
 

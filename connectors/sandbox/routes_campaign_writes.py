@@ -24,7 +24,7 @@ from connectors.sandbox.fieldcheck import (
     join,
     require,
 )
-from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response
+from connectors.sandbox.http import ApiError, fail, get_sandbox, json_object, json_response
 from connectors.sandbox.reads import int_id
 from connectors.sandbox.state import SandboxState
 from connectors.sandbox.writes import (
@@ -34,7 +34,6 @@ from connectors.sandbox.writes import (
     WriteRoutes,
     by_id,
     dataset,
-    json_object,
     locked_state,
 )
 from models.timestamps import iso_ms

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from connectors.sandbox import messaging, routes_campaign_writes, tasks, voice
-from connectors.sandbox.http import ApiError, fail, json_response
+from connectors.sandbox.http import ApiError, fail, json_object, json_response
 from connectors.sandbox.writes import (
     CONFLICT,
     V4,
@@ -22,7 +22,6 @@ from connectors.sandbox.writes import (
     active_users,
     by_id,
     dataset,
-    json_object,
     locked_state,
     new_id,
     reject,

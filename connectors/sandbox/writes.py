@@ -21,7 +21,6 @@ from connectors.sandbox.http import (
     check_query,
     fail,
     get_sandbox,
-    read_json_body,
     require_scope,
 )
 from connectors.sandbox.state import SandboxState
@@ -70,13 +69,6 @@ def _guarded(handler: Handler, scope: str) -> Handler:
         return await handler(request)
 
     return guarded
-
-
-async def json_object(request: Request) -> dict[str, Any]:
-    body = await read_json_body(request)
-    if not isinstance(body, dict):
-        raise fail({"body": ["must be a JSON object"]})
-    return body
 
 
 def reject(errors: Mapping[str, list[str]]) -> None:
