@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import httpx
 import pytest
@@ -63,6 +64,17 @@ class Api:
     def close(self) -> None:
         self._runner.run(self._client.aclose())
         self._runner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def v4_api(sandbox: Sandbox) -> Iterator[Api]:

@@ -27,11 +27,8 @@ def concrete(path: str) -> str:
 
 def get_as(sandbox: Sandbox, key: str | None, path: str) -> httpx.Response:
     """One GET with ``key`` (None: no Authorization header) on a client of its own."""
-    client = Api(sandbox, key=key)
-    try:
+    with Api(sandbox, key=key) as client:
         return client.get(path)
-    finally:
-        client.close()
 
 
 READ_PATHS = sorted({concrete(p) for _, p, *_ in READ_ROUTES})

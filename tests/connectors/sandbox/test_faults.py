@@ -213,8 +213,7 @@ def test_corrupt_records(sbx: Sandbox, client: Api) -> None:
 
 
 def test_admin_faults_refuse_a_bad_body_naming_the_field(sbx: Sandbox) -> None:
-    admin = Api(sbx, key=None)
-    try:
+    with Api(sbx, key=None) as admin:
         bad = admin.request("PUT", "/_sandbox/faults", json={"error_429_rate": 2, "bogus": 1})
         assert bad.status_code == 422
         errors = bad.json()["errors"]
@@ -223,8 +222,6 @@ def test_admin_faults_refuse_a_bad_body_naming_the_field(sbx: Sandbox) -> None:
         assert sbx.faults == FaultConfig()  # the live config is unchanged
         ok = admin.request("PUT", "/_sandbox/faults", json={"paths": ["/api/v4/users"]})
         assert (ok.status_code, ok.json()["paths"]) == (200, ["/api/v4/users"])
-    finally:
-        admin.close()
 
 
 def test_admin_routes_drive_a_sandbox_remotely(sbx: Sandbox) -> None:
