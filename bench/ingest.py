@@ -51,9 +51,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from bench.sandbox_serve import free_port
-from connectors.sandbox.config import DEFAULT_API_KEY
-
 CDRS_PATH = "/api/v4/reporting/cdrs"
 CONCURRENCY = 8  # ContactCenterResource's default; the network floor divides by it
 FLOOR_MAX_PAGES = 200
@@ -109,9 +106,17 @@ class Result:
 
 
 class ServedSandbox:
-    """`python -m connectors.sandbox.serve` in its own process, plus its admin routes."""
+    """`python -m connectors.sandbox.serve` in its own process, plus its admin routes.
+
+    The sandbox package (starlette, the emulator) is imported here, never at module level: the
+    ingest child re-imports this module, and its peak RSS must not include what the real
+    pipeline never loads."""
 
     def __init__(self, start: date, days: int, cdrs_per_day: int) -> None:
+        from bench.sandbox_serve import free_port
+        from connectors.sandbox.config import DEFAULT_API_KEY
+
+        self.api_key = DEFAULT_API_KEY  # the served sandbox's full-access key
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         cmd = [
@@ -140,7 +145,7 @@ class ServedSandbox:
             r = httpx.get(
                 self.base_url + CDRS_PATH,
                 params=params,
-                headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+                headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=600,
             )
             r.raise_for_status()
@@ -197,15 +202,15 @@ def in_fresh_process(target: Callable[..., T], *args: Any) -> T:
         return pool.submit(target, *args).result()
 
 
-def _raw_ingest_child(base_url: str, day: date, data_dir: str, rps: float | None) -> dict[str, Any]:
+def _raw_ingest_child(
+    base_url: str, api_key: str, day: date, data_dir: str, rps: float | None
+) -> dict[str, Any]:
     """The `raw_cdrs` step's work for one day (raw and typed tables), in a fresh process; its
-    figures."""
+    figures. The key is an argument: this process must not import connectors.sandbox."""
     from pipelines.cdr_day import land_day
     from pipelines.resources import ContactCenterResource, WarehouseResource
 
-    contact_center = ContactCenterResource(
-        base_url=base_url, api_key=DEFAULT_API_KEY, rate_limit_rps=rps
-    )
+    contact_center = ContactCenterResource(base_url=base_url, api_key=api_key, rate_limit_rps=rps)
     warehouse = WarehouseResource(data_dir=data_dir)
     log = logging.getLogger("bench.ingest")
     began, cpu0 = time.perf_counter(), cpu_seconds()
@@ -222,7 +227,7 @@ def _raw_ingest_child(base_url: str, day: date, data_dir: str, rps: float | None
 def run_raw_ingest(sb: ServedSandbox, day: date, rps: float | None, label: str) -> Result:
     with tempfile.TemporaryDirectory(prefix="cdrhouse-bench-") as data_dir:
         requests0, sb_cpu0 = sb.cdr_requests(), sb.cpu_s()
-        figures = in_fresh_process(_raw_ingest_child, sb.base_url, day, data_dir, rps)
+        figures = in_fresh_process(_raw_ingest_child, sb.base_url, sb.api_key, day, data_dir, rps)
         result = Result(label=label, **figures)
         result.requests = sb.cdr_requests() - requests0
         result.sandbox_cpu_s = sb.cpu_s() - sb_cpu0
@@ -263,11 +268,11 @@ def _count(database: Path, table: str) -> int:
 # --------------------------------------------------------------------------- floors
 
 
-async def _fetch_bodies(base_url: str, day: date, max_pages: int) -> list[bytes]:
+async def _fetch_bodies(base_url: str, api_key: str, day: date, max_pages: int) -> list[bytes]:
     from connectors.contact_center import ContactCenterClient
     from connectors.contact_center.settings import ClientSettings
 
-    settings = ClientSettings(base_url=base_url, api_key=DEFAULT_API_KEY)
+    settings = ClientSettings(base_url=base_url, api_key=api_key)
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     bodies: list[bytes] = []
     async with ContactCenterClient(settings) as client:
@@ -456,7 +461,7 @@ def cdrhouse_env(sb: ServedSandbox, data_dir: Path, first_day: date) -> dict[str
     env.pop("DAGSTER_HOME", None)
     return env | {
         "CC_API_BASE_URL": sb.base_url,
-        "CC_API_KEY": DEFAULT_API_KEY,
+        "CC_API_KEY": sb.api_key,
         "CDRHOUSE_DATA_DIR": str(data_dir),
         # A deployment that has kept N days has its partitions start N days back.
         "CDRHOUSE_START_DATE": first_day.isoformat(),
@@ -513,7 +518,9 @@ def run(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
                 f"[{label}] ingest done: {result.rows:,} rows in {result.wall_s:.2f}s", flush=True
             )
             if size == per_day:
-                bodies = asyncio.run(_fetch_bodies(sb.base_url, days[0], FLOOR_MAX_PAGES))
+                bodies = asyncio.run(
+                    _fetch_bodies(sb.base_url, sb.api_key, days[0], FLOOR_MAX_PAGES)
+                )
         finally:
             sb.close()
     rows, seconds = cpu_floor(bodies)
