@@ -51,9 +51,9 @@ def _fetch(base_url: str, day: date) -> list[bytes]:
 def run(cdrs_per_day: int) -> list[tuple[str, float]]:
     import polars as pl
 
-    from models.tables import RAW_CDRS
-    from pipelines.cdr_day import NORMALIZED_TABLES, ROW_GROUP_ROWS
+    from pipelines.cdr_day import NORMALIZED_TABLES, RAW_COLUMNS, ROW_GROUP_ROWS
     from pipelines.checks import DayChecks
+    from pipelines.memory import release_free_memory
     from warehouse.decode import decode_page_typed
     from warehouse.lake import Lake
     from warehouse.normalize import normalize_decoded
@@ -83,18 +83,19 @@ def run(cdrs_per_day: int) -> list[tuple[str, float]]:
 
     _, checks_s = _timed(tally)
 
-    def write() -> None:
+    def write() -> None:  # DayWriter.flush's writes, with its release after each row group
         with tempfile.TemporaryDirectory(prefix="cdrhouse-stages-") as tmp, ExitStack() as stack:
             lake = Lake(tmp)
             key = f"date={day.isoformat()}"
             raw = stack.enter_context(lake.writer("raw_cdrs", key))
             typed = {t: stack.enter_context(lake.writer(t, key)) for t in NORMALIZED_TABLES}
             for group, normalized in zip(groups, tables, strict=True):
-                raw.write(group.select(RAW_CDRS.column_names))
+                raw.write(group.select(RAW_COLUMNS))
                 for table, attr in NORMALIZED_TABLES.items():
                     frame = getattr(normalized, attr)
                     if frame.height:
                         typed[table].write(frame)
+                release_free_memory()
 
     _, write_s = _timed(write)
     rows = sum(g.height for g in groups)
