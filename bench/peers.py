@@ -176,10 +176,10 @@ def _measured(
     )
 
 
-def run_cdrhouse(sb: Any, key: str, start: date, end: date, data_dir: Path) -> PeerResult:
+def run_cdrhouse(sb: Any, start: date, end: date, data_dir: Path) -> PeerResult:
     from bench.ingest import cdrhouse_cmd, cdrhouse_env
 
-    env = cdrhouse_env(sb, data_dir, start) | {"CC_API_KEY": key}
+    env = cdrhouse_env(sb, data_dir, start)  # CC_API_KEY: the sandbox key dlt gets too
     cmd = cdrhouse_cmd(
         "ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"
     )
@@ -275,7 +275,7 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         ours_dir.mkdir()
         dlt = run_dlt(sb, DEFAULT_API_KEY, first, end, dlt_dir)
         print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
-        ours = run_cdrhouse(sb, DEFAULT_API_KEY, first, end, ours_dir)
+        ours = run_cdrhouse(sb, first, end, ours_dir)
         print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
     except BaseException:
         if keep is None:
