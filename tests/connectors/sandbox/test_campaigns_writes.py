@@ -424,11 +424,10 @@ def test_malformed_json_and_non_object_bodies(api: Api) -> None:
 
 
 def test_auth_is_checked_before_the_body(sandbox: Sandbox) -> None:
-    anonymous, reader = (
-        Api(sandbox, key=None, prefix=V4),
-        Api(sandbox, key=READ_ONLY_KEY, prefix=V4),
-    )
-    try:
+    with (
+        Api(sandbox, key=None, prefix=V4) as anonymous,
+        Api(sandbox, key=READ_ONLY_KEY, prefix=V4) as reader,
+    ):
         assert anonymous.post("/campaigns", minimal()).json() == {"error": "Unauthorized"}
         assert anonymous.post("/campaigns", minimal()).status_code == 401
         for response in (
@@ -438,9 +437,6 @@ def test_auth_is_checked_before_the_body(sandbox: Sandbox) -> None:
             reader.post("/campaigns/1/leads", {"leads": [{"phone_number": PHONE_A}]}),
         ):
             assert (response.status_code, response.json()) == (403, {"error": "Forbidden"})
-    finally:
-        anonymous.close()
-        reader.close()
 
 
 # --- feature flags ----------------------------------------------------------------------------
@@ -462,25 +458,21 @@ FEATURE_CASES = [
 def test_feature_flag_off_rejects_and_on_accepts(
     flag: str, change: dict[str, Any], field: str
 ) -> None:
-    off, on = Api(make_sandbox(**{flag: False}), prefix=V4), Api(make_sandbox(), prefix=V4)
-    try:
+    with (
+        Api(make_sandbox(**{flag: False}), prefix=V4) as off,
+        Api(make_sandbox(), prefix=V4) as on,
+    ):
         refused = off.post("/campaigns", minimal(**change))
         assert refused.status_code == 422
         assert "not enabled for this contact center" in refused.json()["errors"][field][0]
         patched = off.patch("/campaigns/1", change)  # generated campaign 1 is running
         assert patched.status_code == 422
         assert on.post("/campaigns", minimal(**change)).status_code == 201
-    finally:
-        off.close()
-        on.close()
 
 
 def test_null_contact_local_time_needs_no_feature() -> None:
-    off = Api(make_sandbox(contact_local_time=False), prefix=V4)
-    try:
+    with Api(make_sandbox(contact_local_time=False), prefix=V4) as off:
         assert off.patch("/campaigns/1", {"contact_local_time": None}).status_code == 200
-    finally:
-        off.close()
 
 
 # --- PATCH rules ------------------------------------------------------------------------------
@@ -722,11 +714,8 @@ def test_created_campaign_is_listed_and_fetchable(api: Api) -> None:
 
 
 def test_auth_comes_before_the_404(sandbox: Sandbox) -> None:
-    anonymous = Api(sandbox, key=None, prefix=V4)
-    try:
+    with Api(sandbox, key=None, prefix=V4) as anonymous:
         for method in ("PATCH", "POST"):
             path = "/campaigns/nope" + ("/leads" if method == "POST" else "")
             assert anonymous.request(method, path, json={}).status_code == 401
         assert anonymous.post("/campaigns/nope/start").status_code == 401
-    finally:
-        anonymous.close()

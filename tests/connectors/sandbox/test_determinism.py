@@ -19,11 +19,8 @@ PATHS = [
 
 
 def bodies(seed: int) -> list[bytes]:
-    api = Api(make_sandbox(seed=seed))
-    try:
+    with Api(make_sandbox(seed=seed)) as api:
         return [api.get(p).content for p in PATHS]
-    finally:
-        api.close()
 
 
 def test_same_seed_identical_bytes() -> None:

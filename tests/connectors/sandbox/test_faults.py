@@ -60,11 +60,8 @@ def test_rate_limit_token_bucket_per_key(sbx: Sandbox, client: Api) -> None:
     limited = client.get("/api/v4/billing/balance")
     assert limited.json() == {"error": "Too many requests"}
     assert limited.headers["retry-after"] == "7"
-    other = Api(sbx, key="narrow-key")  # its own bucket
-    try:
+    with Api(sbx, key="narrow-key") as other:  # its own bucket
         assert other.get("/api/v4/billing/balance").status_code == 200
-    finally:
-        other.close()
 
 
 def test_random_429_and_after_requests(sbx: Sandbox, client: Api) -> None:

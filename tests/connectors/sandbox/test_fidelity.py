@@ -65,11 +65,8 @@ def test_a_write_takes_no_query_parameter(api: Api) -> None:
 
 
 def test_unknown_parameters_are_checked_after_authentication(sandbox: Sandbox) -> None:
-    anonymous = Api(sandbox, key=None, prefix="/api/v4")
-    try:
+    with Api(sandbox, key=None, prefix="/api/v4") as anonymous:
         assert anonymous.get("/users", params={"limt": "5"}).status_code == 401
-    finally:
-        anonymous.close()
 
 
 @pytest.mark.parametrize("name", ["tag[]", "user_id[]", "queue_id[]", "team_id[]"])
@@ -110,14 +107,11 @@ def test_a_trailing_slash_is_a_404_after_authentication(sandbox: Sandbox, api: A
     response = api.get("/users/")
     assert response.status_code == 404
     assert response.json() == {"error": "Not found"}
-    anonymous = Api(sandbox, key=None, prefix="/api/v4")
-    try:
+    with Api(sandbox, key=None, prefix="/api/v4") as anonymous:
         for path in ("/users/", "/no/such/path", "/users/teams/1/nothing"):
             refused = anonymous.get(path)
             assert refused.status_code == 401, path
             assert refused.json() == {"error": "Unauthorized"}
-    finally:
-        anonymous.close()
 
 
 # --- conversations and campaigns --------------------------------------------------------------

@@ -200,14 +200,12 @@ def test_every_read_response_matches_the_document(checked: Checked, sandbox: San
     assert checked.get("/users?limt=5").status_code == 422
     assert checked.get("/routing/queues/999").status_code == 404
     assert checked.get(f"/users/{deleted}").status_code == 404
-    narrow = Checked(sandbox, key="narrow", prefix="/api/v4")
-    anonymous = Checked(sandbox, key=None, prefix="/api/v4")
-    try:
+    with (
+        Checked(sandbox, key="narrow", prefix="/api/v4") as narrow,
+        Checked(sandbox, key=None, prefix="/api/v4") as anonymous,
+    ):
         assert narrow.get("/users").status_code == 403
         assert anonymous.get("/billing/balance").status_code == 401
-    finally:
-        narrow.close()
-        anonymous.close()
 
 
 def test_every_write_response_matches_the_document(checked: Checked, sandbox: Sandbox) -> None:

@@ -366,8 +366,7 @@ def test_valid_cursor_ignores_offset(api: Api, everything: list[dict[str, Any]])
 
 def test_offset_window_of_10000() -> None:
     sandbox = Sandbox_with(cdrs_per_day=4000)
-    api = Api(sandbox)
-    try:
+    with Api(sandbox) as api:
         assert api.get(CDRS, params={"offset": OFFSET_WINDOW}).status_code == 400
         body = api.json(CDRS, params={"offset": OFFSET_WINDOW - 10, "limit": 1000})
         assert len(body["cdrs"]) == 10  # the page is cut at the window's end
@@ -376,8 +375,6 @@ def test_offset_window_of_10000() -> None:
         rest = api.json(CDRS, params={"cursor": cursor, "limit": 1000})
         assert rest["cdrs"][0]["id"] != body["cdrs"][-1]["id"]
         assert rest["metadata"]["total"] == 12000
-    finally:
-        api.close()
 
 
 def Sandbox_with(**kw: Any) -> Sandbox:

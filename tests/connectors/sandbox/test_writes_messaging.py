@@ -243,21 +243,17 @@ def test_sms_rejects(
 
 
 def test_sms_auth_and_malformed_body(sandbox: Sandbox) -> None:
-    anonymous, scoped_out, ok = (
-        Api(sandbox, key=None, prefix=V4),
-        Api(sandbox, key=NO_SMS_KEY, prefix=V4),
-        Api(sandbox, prefix=V4),
-    )
-    try:
+    with (
+        Api(sandbox, key=None, prefix=V4) as anonymous,
+        Api(sandbox, key=NO_SMS_KEY, prefix=V4) as scoped_out,
+        Api(sandbox, prefix=V4) as ok,
+    ):
         unauthorized = anonymous.post("/messaging/sms", text_sms())
         assert (unauthorized.status_code, unauthorized.json()) == (401, {"error": "Unauthorized"})
         assert scoped_out.post("/messaging/sms", text_sms()).status_code == 403
         broken = ok.request("POST", "/messaging/sms", content=b'{"phone_number": "4')
         assert (broken.status_code, broken.json()) == (400, {"error": "Bad Request"})
         assert sandbox.counters.get("sms_received", 0) == 0
-    finally:
-        for client in (anonymous, scoped_out, ok):
-            client.close()
 
 
 # --- conversations ----------------------------------------------------------------------------

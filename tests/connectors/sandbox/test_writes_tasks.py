@@ -120,17 +120,13 @@ def test_retrigger_unknown_failure_is_404(api: Api) -> None:
 
 
 def test_tasks_writes_need_their_scopes(sandbox: Sandbox) -> None:
-    reader, anonymous = (
-        Api(sandbox, key=READ_TASKS_KEY, prefix=V4),
-        Api(sandbox, key=None, prefix=V4),
-    )
-    try:
+    with (
+        Api(sandbox, key=READ_TASKS_KEY, prefix=V4) as reader,
+        Api(sandbox, key=None, prefix=V4) as anonymous,
+    ):
         failure_id = reader.get("/tasks/webhook_failures").json()["webhook_failures"][0]["id"]
         denied = reader.post(f"/tasks/webhook_failures/{failure_id}/retrigger")
         assert (denied.status_code, denied.json()) == (403, {"error": "Forbidden"})
         body = {"phone_number": CONTACT, "scheduled_at": "2026-11-02T09:00:00Z"}
         assert reader.post(CALLBACK_PATHS[0], body).status_code == 403
         assert anonymous.post(CALLBACK_PATHS[1], body).status_code == 401
-    finally:
-        reader.close()
-        anonymous.close()

@@ -181,12 +181,11 @@ def test_deleted_user_cannot_start_a_call(api: Api, sandbox: Sandbox) -> None:
 
 
 def test_voice_auth_and_malformed_body(sandbox: Sandbox, agent: dict[str, Any]) -> None:
-    anonymous, scoped_out = (
-        Api(sandbox, key=None, prefix=V4),
-        Api(sandbox, key=NO_VOICE_KEY, prefix=V4),
-    )
-    authorized = Api(sandbox, prefix=V4)
-    try:
+    with (
+        Api(sandbox, key=None, prefix=V4) as anonymous,
+        Api(sandbox, key=NO_VOICE_KEY, prefix=V4) as scoped_out,
+        Api(sandbox, prefix=V4) as authorized,
+    ):
         body = {"phone_number": CONTACT, "user_id": agent["id"]}
         assert anonymous.post("/voice/calls", body).status_code == 401
         denied = scoped_out.post("/voice/calls", body)
@@ -195,6 +194,3 @@ def test_voice_auth_and_malformed_body(sandbox: Sandbox, agent: dict[str, Any]) 
         assert hangup.status_code == 403
         broken = authorized.request("POST", "/voice/calls", content=b"{oops")
         assert (broken.status_code, broken.json()) == (400, {"error": "Bad Request"})
-    finally:
-        for client in (anonymous, scoped_out, authorized):
-            client.close()
