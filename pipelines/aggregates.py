@@ -14,6 +14,7 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.resources import WarehouseResource
+from warehouse.lake import footer_source
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
 
 VOLUME_AGG = "agg_daily_volume"
@@ -57,15 +58,17 @@ def build_aggregate_assets(
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
         """Replace the day's `agg_*` partitions, then refresh the views once for the run."""
         # DuckDB only from here: loaded, it keeps ~35 MB resident, which the CDR day's step
-        # (the peak of a run) does not carry.
+        # (the peak of a run) does not carry in `cdrhouse ingest`. (Under the multiprocess
+        # executor the forkserver preloads it once, and forked steps share those pages.)
         from warehouse.duck import aggregate_day
 
         key = f"date={context.partition_key}"
         lake = warehouse.lake()
         selected = {k.to_user_string() for k in context.selected_asset_keys}
         tables = aggregate_day(lake, key, only=selected)
-        # Derived data: it carries the source of the CDR partition it was computed from.
-        source = lake.partition_source("cdrs", key)
+        # One footer read for both: the source the derived data carries, the rows it checks.
+        footer = lake.partition_footer("cdrs", key)
+        source = footer_source(footer)
         for name, table in tables.items():
             lake.write(name, key, table, schema=table.schema, source=source)
         warehouse.refresh_views()
@@ -74,15 +77,9 @@ def build_aggregate_assets(
                 asset_key=name, metadata={"dagster/row_count": table.num_rows}
             )
         if VOLUME_AGG in tables:
-            yield _volume_check(tables[VOLUME_AGG], _cdrs_rows(warehouse, key))
+            yield _volume_check(tables[VOLUME_AGG], footer.num_rows if footer else 0)
 
     return [reporting_aggregates]
-
-
-def _cdrs_rows(warehouse: WarehouseResource, key: str) -> int:
-    """Rows of the day's cdrs partition, from its Parquet footer (only the footer is read)."""
-    footer = warehouse.lake().partition_footer("cdrs", key)
-    return 0 if footer is None else footer.num_rows
 
 
 def _volume_check(table: pa.Table, cdrs_rows: int) -> dg.AssetCheckResult:

@@ -99,6 +99,12 @@ def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:
     return table
 
 
+def footer_source(footer: pq.FileMetaData | None) -> str | None:
+    """The source a partition's footer records (None: no footer, or none recorded)."""
+    value = (footer.metadata or {}).get(META_SOURCE.encode()) if footer else None
+    return value.decode() if value else None
+
+
 @dataclass
 class PartitionWriter:
     """Streams row groups into a local temp file; publishes it atomically on a clean exit."""
@@ -236,9 +242,7 @@ class Lake:
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""
-        footer = self.partition_footer(table, key)
-        value = (footer.metadata or {}).get(META_SOURCE.encode()) if footer else None
-        return value.decode() if value else None
+        return footer_source(self.partition_footer(table, key))
 
     def partition_footer(self, table: str, key: str) -> pq.FileMetaData | None:
         """The partition's Parquet footer (rows, key-value metadata), None if absent: only the
