@@ -79,6 +79,7 @@ def cmd_ingest(
     from pipelines.resources import is_sandbox, source_problem
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
+    from warehouse.viewsql import WAREHOUSE_FILE
 
     # Before anything is built or written: never fall back to fake data, never half-start.
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
@@ -134,8 +135,6 @@ def cmd_ingest(
         failed = [r.label for r in report.runs if not r.success or r.checks_failed]
         print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
         return 1
-    from warehouse.duck import WAREHOUSE_FILE
-
     rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
     print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / WAREHOUSE_FILE}", file=out)
     return 0
@@ -159,7 +158,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     import duckdb
 
     from pipelines.resources import SANDBOX
-    from warehouse.duck import WAREHOUSE_FILE
+    from warehouse.viewsql import WAREHOUSE_FILE
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()

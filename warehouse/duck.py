@@ -48,8 +48,8 @@ from warehouse.viewsql import (
     reporting_sql_files,
     view_name,
 )
+from warehouse.viewsql import WAREHOUSE_FILE as WAREHOUSE_FILE
 
-WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
 # One-row view: what the views were built from (see `views_fingerprint`).

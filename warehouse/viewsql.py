@@ -135,6 +135,8 @@ def reporting_sql_files() -> list[Path]:
     return sorted(SQL_DIR.glob("*.sql"))
 
 
+# The DuckDB file of the views, in the data dir: named here, so that naming it loads no DuckDB.
+WAREHOUSE_FILE = "warehouse.duckdb"
 # Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
 AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
 
