@@ -197,29 +197,29 @@ def _parse_common_ts(expr: pl.Expr) -> pl.Expr:
 
 def with_timestamps(df: pl.DataFrame, texts: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """`df` plus one column per `name: text`, parsed as `parse_ts` does: the common form
-    first, and every form only for a column where some value needs it (same result)."""
-    out = df.with_columns(_parse_common_ts(text).alias(name) for name, text in texts.items())
+    first, and every form only for a column where some value needs it (same result). A name
+    may be the column its text reads: the texts are all read before any is replaced."""
+    tmp = {name: f"__ts_{name}" for name in texts}
+    out = df.with_columns(_parse_common_ts(text).alias(tmp[n]) for n, text in texts.items())
     missed = out.select(
-        (text.is_not_null() & pl.col(name).is_null()).any().alias(name)
+        (text.is_not_null() & pl.col(tmp[name]).is_null()).any().alias(name)
         for name, text in texts.items()
     ).row(0, named=True)
-    again = [name for name, miss in missed.items() if miss]
-    if again:
-        out = out.with_columns(parse_ts(texts[name]).alias(name) for name in again)
-    return out
+    parsed = [
+        (parse_ts(texts[name]) if missed[name] else pl.col(tmp[name])).alias(name)
+        for name in texts
+    ]
+    return out.with_columns(parsed).drop(tmp.values())
 
 
 def _with_date(df: pl.DataFrame) -> pl.DataFrame:
     """Add the UTC `date` of `started_at_raw` (and `record` as text) in one polars pass: the
     common format first, all formats only when some value needs them (same result as
     `parse_ts`, a third of the work)."""
-    text = pl.col("record").cast(S)
-    first = _parse_common_ts(pl.col("started_at_raw"))
-    out = df.with_columns(text, first.dt.date().alias("date")).select(RAW_CDRS.column_names)
-    if out["date"].null_count() > out["started_at_raw"].null_count():
-        every = parse_ts(pl.col("started_at_raw")).dt.date().alias("date")
-        out = df.with_columns(text, every).select(RAW_CDRS.column_names)
-    return out
+    out = with_timestamps(df, {"date": pl.col("started_at_raw")})
+    return out.with_columns(pl.col("record").cast(S), pl.col("date").dt.date()).select(
+        RAW_CDRS.column_names
+    )
 
 
 class _RawHead(msgspec.Struct):

@@ -11,7 +11,7 @@ import pytest
 
 from connectors.sandbox.generator import Dataset, encode_page
 from models.tables import CDRS, TYPE_TABLES
-from warehouse.decode import PageDecodeError, decode_page
+from warehouse.decode import PageDecodeError, decode_page, with_timestamps
 from warehouse.normalize import normalize
 
 DAY = dt.date(2026, 11, 5)
@@ -173,3 +173,16 @@ def test_unknown_keys_of_any_spelling_are_kept_in_extra() -> None:
     assert orjson.loads(by_id["quoted"]["extra"]) == {"note": 'say "cost": 1'}
     assert by_id["in-string"]["extra"] is None
     assert n.cdr_sms.filter(pl.col("id") == "in-string")["extra"].to_list() == [None]
+
+
+@pytest.mark.parametrize("into", ["at", "parsed"])
+def test_timestamps_in_a_rarer_form_are_parsed_also_into_the_column_they_are_read_from(
+    into: str,
+) -> None:
+    """The common form first, every form only where needed: that second pass must see the
+    texts, also when the parsed column replaces the one holding them."""
+    texts = ["2026-11-20T10:00:00.000Z", "2026-11-20T12:00:00.000+02:00", None]
+    out = with_timestamps(pl.DataFrame({"at": texts}), {into: pl.col("at")})
+    utc = dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
+    assert out[into].to_list() == [utc, utc, None]
+    assert out.columns == (["at"] if into == "at" else ["at", "parsed"])
