@@ -16,7 +16,7 @@ from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines.conftest import HISTORY_DAYS, SEED, evaluate_failure_sensor
 from tests.support.clock import SessionClock
-from tests.support.lake import lake_files, read_table
+from tests.support.lake import lake_files, read_table, tmp_files
 from tests.support.served import ServedSandbox
 
 CDRS_PATH = "/api/v4/reporting/cdrs"
@@ -58,8 +58,7 @@ def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
         assert "raw_cdrs" in failed.runs[0].retries[0]
         # The previous partition is whole, byte for byte, and no temp file is left behind.
         assert lake_files(tmp_path) == before
-        tmp_dir = tmp_path / "lake" / "_tmp"
-        assert not tmp_dir.exists() or not any(tmp_dir.iterdir())
+        assert tmp_files(tmp_path) == []
         assert read_table(tmp_path, "cdrs").equals(cdrs_before)
 
         # The CLI wrote the failure summary; the run-failure sensor writes the same document.

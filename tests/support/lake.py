@@ -49,13 +49,16 @@ def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple
     return [(str(i), str(c)) for i, c in rows]
 
 
-def lake_files(data_dir: Path) -> dict[str, bytes]:
-    """Every published partition file (temp files and the source marker excluded)."""
+def lake_files(data_dir: Path, *, marker: bool = True) -> dict[str, bytes]:
+    """Every published file of the lake: the partitions and, unless `marker` is False, the
+    source marker (temp files excluded)."""
     lake = data_dir / "lake"
     return {
         str(p.relative_to(lake)): p.read_bytes()
         for p in sorted(lake.rglob("*"))
-        if p.is_file() and "_tmp" not in p.relative_to(lake).parts and p.name != MARKER_FILE
+        if p.is_file()
+        and "_tmp" not in p.relative_to(lake).parts
+        and (marker or p.name != MARKER_FILE)
     }
 
 
