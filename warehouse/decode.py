@@ -206,8 +206,7 @@ def with_timestamps(df: pl.DataFrame, texts: Mapping[str, pl.Expr]) -> pl.DataFr
         for name, text in texts.items()
     ).row(0, named=True)
     parsed = [
-        (parse_ts(texts[name]) if missed[name] else pl.col(tmp[name])).alias(name)
-        for name in texts
+        (parse_ts(texts[name]) if missed[name] else pl.col(tmp[name])).alias(name) for name in texts
     ]
     return out.with_columns(parsed).drop(tmp.values())
 
