@@ -79,9 +79,8 @@ class Api:
 
 def v4_api(sandbox: Sandbox) -> Iterator[Api]:
     """The body of the write modules' ``api`` fixture: an /api/v4 client, closed afterwards."""
-    client = Api(sandbox, prefix=V4)
-    yield client
-    client.close()
+    with Api(sandbox, prefix=V4) as client:
+        yield client
 
 
 def make_write_sandbox(
@@ -114,9 +113,8 @@ def shared() -> Sandbox:
 
 @pytest.fixture(scope="module")
 def api(shared: Sandbox) -> Iterator[Api]:
-    client = Api(shared)
-    yield client
-    client.close()
+    with Api(shared) as client:
+        yield client
 
 
 @pytest.fixture
@@ -127,6 +125,5 @@ def fresh() -> Sandbox:
 
 @pytest.fixture
 def fresh_api(fresh: Sandbox) -> Iterator[Api]:
-    client = Api(fresh)
-    yield client
-    client.close()
+    with Api(fresh) as client:
+        yield client

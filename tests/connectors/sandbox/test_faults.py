@@ -41,9 +41,8 @@ def sbx() -> Sandbox:
 
 @pytest.fixture
 def client(sbx: Sandbox) -> Any:
-    api = Api(sbx)
-    yield api
-    api.close()
+    with Api(sbx) as api:
+        yield api
 
 
 def test_latency_delays_responses(sbx: Sandbox, client: Api) -> None:

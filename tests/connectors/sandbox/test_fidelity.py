@@ -27,9 +27,8 @@ def sandbox() -> Sandbox:
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    client = Api(sandbox, prefix="/api/v4")
-    yield client
-    client.close()
+    with Api(sandbox, prefix="/api/v4") as client:
+        yield client
 
 
 # --- query parameters -------------------------------------------------------------------------

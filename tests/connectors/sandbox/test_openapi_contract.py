@@ -156,9 +156,8 @@ def sandbox() -> Sandbox:
 
 @pytest.fixture
 def checked(sandbox: Sandbox) -> Iterator[Checked]:
-    client = Checked(sandbox, prefix="/api/v4")
-    yield client
-    client.close()
+    with Checked(sandbox, prefix="/api/v4") as client:
+        yield client
 
 
 CONTACT = "4915112345678"
