@@ -4,8 +4,6 @@ deployment's own (each case in a fresh interpreter: the settings act at first im
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 from pipelines.memory import POLARS_JEMALLOC
 from tests.support.clock import SessionClock
+from tests.support.fresh import python
 
 PROBE = """
 import json, os, sys
@@ -28,40 +27,29 @@ print(json.dumps({
 """
 
 
-def _probe(first: str = "pipelines", **env: str) -> dict[str, str]:
-    base = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("_RJEM_MALLOC_CONF", "ARROW_DEFAULT_MEMORY_POOL")
-    }
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, first],
-        env=base | env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+def _probe(tmp_path: Path, first: str = "pipelines", **env: str) -> dict[str, str]:
+    drop = ("_RJEM_MALLOC_CONF", "ARROW_DEFAULT_MEMORY_POOL")
+    out = python(tmp_path, "-c", PROBE, first, env=env, drop=drop).stdout
     return json.loads(out.splitlines()[-1])
 
 
-def test_importing_pipelines_configures_polars_jemalloc_and_the_arrow_pool() -> None:
-    seen = _probe()
+def test_importing_pipelines_configures_polars_jemalloc_and_the_arrow_pool(tmp_path: Path) -> None:
+    seen = _probe(tmp_path)
     # Polars prepends its own defaults; jemalloc takes the last value of each option.
     assert seen["jemalloc"].endswith(POLARS_JEMALLOC)
     assert seen["arrow_pool"] == "system"
 
 
-def test_settings_of_the_deployment_win() -> None:
-    seen = _probe(_RJEM_MALLOC_CONF="narenas:4", ARROW_DEFAULT_MEMORY_POOL="mimalloc")
+def test_settings_of_the_deployment_win(tmp_path: Path) -> None:
+    seen = _probe(tmp_path, _RJEM_MALLOC_CONF="narenas:4", ARROW_DEFAULT_MEMORY_POOL="mimalloc")
     assert seen["jemalloc"].endswith("narenas:4")
     assert POLARS_JEMALLOC not in seen["jemalloc"]
     assert seen["arrow_pool"] == "mimalloc"
 
 
-def test_nothing_is_claimed_for_polars_once_it_is_loaded() -> None:
+def test_nothing_is_claimed_for_polars_once_it_is_loaded(tmp_path: Path) -> None:
     # Too late for jemalloc: the variable would only mislead whoever reads it.
-    seen = _probe("polars")
+    seen = _probe(tmp_path, "polars")
     assert POLARS_JEMALLOC not in seen["jemalloc"]
 
 
@@ -92,19 +80,8 @@ def test_the_cdr_day_step_runs_without_loading_duckdb(tmp_path: Path, clock: Ses
     """DuckDB's library keeps ~35 MB resident once loaded; the day's CDR step, the peak of a
     run, never loads it. The aggregates step after it does (the control)."""
     day = clock.days_ago(2).isoformat()
-    out = subprocess.run(
-        [sys.executable, "-c", STEP_PROBE, day],
-        env={k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_"))}
-        | {
-            "CC_API_BASE_URL": "sandbox",
-            "CDRHOUSE_DATA_DIR": str(tmp_path / "data"),
-            "CDRHOUSE_START_DATE": day,
-        },
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    env = {"CC_API_BASE_URL": "sandbox", "CDRHOUSE_START_DATE": day}
+    out = python(tmp_path, "-c", STEP_PROBE, day, env=env, timeout=300)
     seen = json.loads(out.stdout.splitlines()[-1])
     assert seen["day_ok"]
     assert seen["rows"]
@@ -139,12 +116,9 @@ print(json.dumps({"freed": freed, "after": rss_anon_mb(), "released": released})
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's heap, read from /proc")
-def test_free_pages_between_live_allocations_go_back_to_the_system() -> None:
+def test_free_pages_between_live_allocations_go_back_to_the_system(tmp_path: Path) -> None:
     """What the day's writer does after each row group: without it, RSS grows with the day."""
-    out = subprocess.run(
-        [sys.executable, "-c", FRAGMENTED], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    seen = json.loads(out.splitlines()[-1])
+    seen = json.loads(python(tmp_path, "-c", FRAGMENTED).stdout.splitlines()[-1])
     assert seen["released"] is True
     assert seen["freed"] - seen["after"] > 50  # MB given back
     assert seen["after"] < seen["freed"] / 2

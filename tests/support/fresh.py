@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.paths import REPO_ROOT
@@ -42,15 +43,23 @@ def heavy(modules: list[str]) -> list[str]:
     return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("dagster_"))
 
 
-def python(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A fresh interpreter in `tmp_path`, no API source or instance set; it must exit 0."""
+def python(
+    tmp_path: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    drop: tuple[str, ...] = (),
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter in `tmp_path`, no API source or instance set (then `drop` removed
+    from its environment and `env` added); it must exit 0."""
+    base = {k: v for k, v in _env(tmp_path).items() if k not in drop}
     proc = subprocess.run(
         [sys.executable, *args],
-        env=_env(tmp_path),
+        env=base | dict(env or {}),
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr
     return proc
