@@ -152,7 +152,6 @@ class ObjectStore:
         self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False)
         self.protocol = urlparse(uri).scheme
         self.path = path.rstrip("/")
-        self.uri = f"{self.protocol}://{self.path}"
 
     def _p(self, rel: str) -> str:
         return f"{self.path}/{rel}"
