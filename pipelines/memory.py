@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from collections.abc import MutableMapping
 
 POLARS_JEMALLOC = "narenas:2,dirty_decay_ms:100,muzzy_decay_ms:0,background_thread:true"
 ARROW_POOL = "system"
@@ -53,16 +52,12 @@ def release_free_memory() -> bool:
     return _LIBC is not None and _LIBC.malloc_trim(0) == 1
 
 
-def bound_allocators(environ: MutableMapping[str, str] = os.environ) -> list[str]:
-    """Apply what still can be; returns the settings applied (for logs and tests)."""
-    applied: list[str] = []
+def bound_allocators() -> None:
+    """Apply, at `pipelines`' import, what still can be and the environment does not set."""
+    environ = os.environ
     if "polars" not in sys.modules and "_RJEM_MALLOC_CONF" not in environ:
         environ["_RJEM_MALLOC_CONF"] = POLARS_JEMALLOC
-        applied.append("_RJEM_MALLOC_CONF")
     if "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in environ:
         environ["ARROW_DEFAULT_MEMORY_POOL"] = ARROW_POOL
-        applied.append("ARROW_DEFAULT_MEMORY_POOL")
-    arenas_unset = "MALLOC_ARENA_MAX" not in environ
-    if arenas_unset and _LIBC is not None and _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS) == 1:
-        applied.append("M_ARENA_MAX")
-    return applied
+    if "MALLOC_ARENA_MAX" not in environ and _LIBC is not None:
+        _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
