@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.sandbox import Sandbox, SandboxConfig
+from connectors.sandbox import SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import (
     INSTALL_HINT,
@@ -36,6 +36,7 @@ from tests.deploy._services import (
     start_postgres,
 )
 from tests.support.clock import SessionClock
+from tests.support.served import serve_sandbox
 
 SEED = 23
 CDRS_PER_DAY = 350
@@ -115,11 +116,8 @@ def new_bucket(s3: MotoS3) -> str:
 @pytest.fixture(scope="session")
 def served_sandbox(clock: SessionClock) -> Iterator[ServedApi]:
     days = tuple(clock.days_ago(DAYS - i) for i in range(DAYS))
-    sandbox = Sandbox(
-        SandboxConfig(seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=days[0], days=DAYS)
-    )
-    # Frozen: a CDR is visible once it has ended, so with a live clock yesterday's late calls
-    # could appear between a run and the truth it is compared with.
-    clock.freeze(sandbox)
-    with sandbox.serve() as handle:
-        yield ServedApi(base_url=handle.base_url, api_key=DEFAULT_API_KEY, days=days, now=clock.now)
+    config = SandboxConfig(seed=SEED, cdrs_per_day=CDRS_PER_DAY, start_date=days[0], days=DAYS)
+    # Frozen (serve_sandbox): a CDR is visible once it has ended, so with a live clock
+    # yesterday's late calls could appear between a run and the truth it is compared with.
+    with serve_sandbox(config, clock) as served:
+        yield ServedApi(base_url=served.base_url, api_key=DEFAULT_API_KEY, days=days, now=clock.now)

@@ -23,11 +23,12 @@ import httpx
 import polars as pl
 import pytest
 
-from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
+from connectors.sandbox import SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import MotoS3
 from tests.support.clock import SessionClock
 from tests.support.paths import REPO_ROOT
+from tests.support.served import serve_sandbox
 from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
 
 DAY = dt.date(2026, 11, 20)
@@ -207,11 +208,10 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 @pytest.fixture
 def slow_api(clock: SessionClock) -> Iterator[str]:
     """A sandbox slow enough (latency per request) that a kill lands mid-partition."""
-    sandbox = Sandbox(SandboxConfig(seed=5, cdrs_per_day=600, start_date=clock.days_ago(3), days=3))
-    clock.freeze(sandbox)  # the run and the rerun see the same calls
-    with sandbox.serve() as handle:
-        yield handle.base_url
-        sandbox.faults = FaultConfig()
+    config = SandboxConfig(seed=5, cdrs_per_day=600, start_date=clock.days_ago(3), days=3)
+    with serve_sandbox(config, clock) as served:  # frozen: the run and the rerun see the same calls
+        yield served.base_url
+        served.reset()
 
 
 def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
