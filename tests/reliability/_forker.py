@@ -22,10 +22,9 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.assets import api_retry_policy
 from pipelines.cli import run_ingest
-from pipelines.definitions import build_defs
-from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.resources import ContactCenterResource
+from tests.support.served import suite_defs
 
 
 def run_job(spec: dict[str, Any]) -> dict[str, Any]:
@@ -36,13 +35,11 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, hard))
-    defs = build_defs(
-        contact_center=ContactCenterResource(
-            base_url=spec["base_url"], api_key=spec["api_key"], **spec["resource"]
-        ),
-        warehouse=WarehouseResource(data_dir=spec["data_dir"]),
-        start_date=date.fromisoformat(spec["start_date"]),
-        retry_policy=api_retry_policy(max_retries=0, delay_s=0.1),
+    contact_center = ContactCenterResource(
+        base_url=spec["base_url"], api_key=spec["api_key"], **spec["resource"]
+    )
+    defs = suite_defs(
+        contact_center, Path(spec["data_dir"]), date.fromisoformat(spec["start_date"])
     )
     out = io.StringIO()
     with dg.DagsterInstance.ephemeral() as instance:

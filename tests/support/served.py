@@ -76,12 +76,20 @@ class ServedSandbox:
         self, data_dir: Path, *, step_retries: int = 0, key: str = DEFAULT_API_KEY, **overrides: Any
     ) -> dg.Definitions:
         """The code location against this sandbox (short waits: tests must not sleep long)."""
-        return build_defs(
-            contact_center=self.resource(key, **overrides),
-            warehouse=WarehouseResource(data_dir=str(data_dir)),
-            start_date=self.first_day,
-            retry_policy=api_retry_policy(max_retries=step_retries, delay_s=0.1),
-        )
+        return suite_defs(self.resource(key, **overrides), data_dir, self.first_day, step_retries)
+
+
+def suite_defs(
+    contact_center: ContactCenterResource, data_dir: Path, first_day: date, step_retries: int = 0
+) -> dg.Definitions:
+    """The tests' code location: `contact_center`, a warehouse in `data_dir`, partitions from
+    `first_day`, and step retries after 0.1 s (tests must not sleep long)."""
+    return build_defs(
+        contact_center=contact_center,
+        warehouse=WarehouseResource(data_dir=str(data_dir)),
+        start_date=first_day,
+        retry_policy=api_retry_policy(max_retries=step_retries, delay_s=0.1),
+    )
 
 
 @contextmanager
