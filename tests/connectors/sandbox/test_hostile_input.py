@@ -1,0 +1,314 @@
+"""Careless and hostile input never gets a 500, and every error body is the document's JSON.
+
+Unicode digits and odd integers in ids and parameters, date-times at the ends of the range,
+cursors that decode to any JSON, a broken record in the state (the last-resort handler), and the
+document's own declarations (5xx, `Retry-After`, reference id types). The client here answers an
+app exception with a 500, as a socket does, instead of raising it into the test.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from jsonschema import Draft202012Validator
+
+from connectors.sandbox import Sandbox
+from connectors.sandbox.config import DEFAULT_API_KEY
+from connectors.sandbox.faults import FaultConfig
+from connectors.sandbox.routes_cdrs import FALLBACK_HEADER
+from tests.connectors.sandbox.conftest import Api, make_write_sandbox
+from tests.connectors.sandbox.test_openapi_contract import DOC, Checked, check
+
+CONTACT = "4915112345678"
+NOT_FOUND = {"error": "Not found"}
+
+
+def _socket_like(sandbox: Sandbox) -> httpx.AsyncBaseTransport:
+    # An exception the app lets escape becomes a 500 here, as uvicorn would answer it.
+    return httpx.ASGITransport(app=sandbox.app, raise_app_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return make_write_sandbox({}, now=datetime(2026, 11, 3, 12, tzinfo=UTC))
+
+
+@pytest.fixture(scope="module")
+def checked(sandbox: Sandbox) -> Iterator[Checked]:
+    with Checked(sandbox, prefix="/api/v4", transport=_socket_like(sandbox)) as client:
+        yield client
+
+
+def _assert_json_error(response: httpx.Response, status: int) -> None:
+    where = (response.request.method, str(response.request.url))
+    assert response.status_code == status, (*where, response.status_code, response.text[:200])
+    assert response.headers["content-type"] == "application/json", where
+    check(response)  # listed for the operation, body valid against its schema
+
+
+# --- integers: ASCII digits only, everywhere ----------------------------------------------------
+
+INT_ID_PATHS = [
+    ("GET", "/routing/queues/{}"), ("GET", "/routing/queues/{}/users"),
+    ("GET", "/routing/queues/{}/supervisors"), ("GET", "/routing/skills/{}"),
+    ("GET", "/users/teams/{}"), ("GET", "/teams/{}/users"), ("GET", "/users/teams/{}/supervisors"),
+    ("GET", "/users/skills/{}"), ("GET", "/campaigns/{}"), ("GET", "/campaigns/{}/users"),
+    ("GET", "/campaigns/{}/teams"), ("GET", "/numbers/{}"),
+    ("GET", "/messaging/canned_messages/{}"), ("GET", "/messaging/whatsapp_templates/{}"),
+    ("GET", "/messaging/channel_profiles/{}"), ("GET", "/contact_center/wrapup_codes/{}"),
+    ("GET", "/contact_center/wrapup_code_groups/{}"), ("PATCH", "/campaigns/{}"),
+    ("POST", "/campaigns/{}/start"), ("POST", "/campaigns/{}/leads"),
+    ("PATCH", "/campaigns/{}/leads"),
+]  # fmt: skip
+# Superscript two, Arabic-Indic one, fullwidth one, then what Python's int() would also take
+# (underscores, a sign, spaces, a newline), a hex literal, a doubled minus, and numbers too long
+# for any id (int() refuses more than 4300 digits with a ValueError).
+NOT_ASCII_INTEGERS = [
+    "%C2%B2", "%D9%A1", "%EF%BC%91", "1_0", "+1", "%201", "1%0A", "0x1", "--1", "-1",
+    "9" * 30, "9" * 5000,
+]  # fmt: skip
+
+
+def test_an_integer_path_id_is_ascii_digits_or_404(checked: Checked) -> None:
+    body = {"leads": [{"id": 1, "phone_number": CONTACT}]}
+    for method, template in INT_ID_PATHS:
+        for raw in NOT_ASCII_INTEGERS:
+            kwargs: dict[str, Any] = {"json": body} if method != "GET" else {}
+            response = checked.request(method, template.format(raw), **kwargs)
+            _assert_json_error(response, 404)
+            assert response.json() == NOT_FOUND
+    # The ASCII form still finds its queue: the Arabic-Indic one above is no alias of it.
+    assert checked.get("/routing/queues/1").json()["queue"]["id"] == 1
+
+
+INT_QUERY = [
+    ("/users", "limit"), ("/users", "offset"), ("/users", "security_access_group_id"),
+    ("/users/deleted", "security_access_group_id"), ("/routing/queues", "limit"),
+    ("/numbers", "offset"), ("/reporting/cdrs", "limit"), ("/reporting/cdrs", "offset"),
+    ("/reporting/cdrs", "team_id"), ("/reporting/cdrs", "queue_id"),
+    ("/reporting/cdrs", "campaign_id"), ("/reporting/cdrs/events", "queue_id"),
+]  # fmt: skip
+
+
+def test_an_integer_query_parameter_is_ascii_digits_or_422(checked: Checked) -> None:
+    for path, name in INT_QUERY:
+        for raw in [*NOT_ASCII_INTEGERS, "", "5.0", "1e3"]:
+            if raw == "-1" and name not in ("limit", "offset"):
+                continue  # a negative integer is an integer (it matches nothing)
+            response = checked.get(f"{path}?{name}={raw}")
+            _assert_json_error(response, 422)
+            assert list(response.json()["errors"]) == [name], (path, name, raw)
+    assert checked.get("/users?security_access_group_id=-1").json()["users"] == []
+
+
+# --- date-times at the ends of the range --------------------------------------------------------
+
+# Bounds no record can meet, and bounds every record meets; the offsets move a few of them past
+# 9999-12-31 or before 0001-01-01 in UTC, which no datetime can hold.
+EMPTY = [
+    "started_at[lt]=0001-01-01T00:00:00Z", "started_at[lte]=0001-01-01",
+    "ended_at[lt]=0001-01-01T00:00:00.000Z", "started_at[gte]=9999-12-31T23:59:59.999Z",
+    "started_at[gt]=9999-12-31T23:59:59.999Z", "ended_at[gte]=9999-12-31T23:59:59.999-23:59",
+    "started_at[lt]=0001-01-01T00:00:00%2B23:59", "ended_at[lte]=0001-01-01T05:00:00%2B06:00",
+]  # fmt: skip
+EVERYTHING = [
+    "ended_at[lte]=9999-12-31T23:59:59.999Z", "started_at[gte]=0001-01-01T00:00:00Z",
+    "started_at[lt]=9999-12-31T23:59:59.999-23:59", "ended_at[gt]=0001-01-01T00:00:00%2B23:59",
+    "started_at[gte]=0001-01-01&ended_at[lte]=9999-12-31T23:59:59.999Z",
+    "ended_at[gte]=0001-01-01T00:00:00Z&started_at[lte]=9999-12-31",
+]  # fmt: skip
+
+
+def test_far_date_bounds_give_an_empty_page_or_every_record(checked: Checked) -> None:
+    for path in ("/reporting/cdrs", "/reporting/cdrs/events"):
+        total = checked.get(f"{path}?limit=5").json()["metadata"]["total"]
+        assert total > 0
+        for query in EMPTY:
+            response = checked.get(f"{path}?limit=5&{query}")
+            assert response.status_code == 200, (path, query, response.text[:200])
+            assert response.json()["metadata"] == {"total": 0, "next_cursor": None}, query
+        for query in EVERYTHING:
+            response = checked.get(f"{path}?limit=5&{query}")
+            assert response.status_code == 200, (path, query, response.text[:200])
+            assert response.json()["metadata"]["total"] == total, query
+
+
+def test_a_scheduled_at_outside_the_utc_range_is_422_and_year_9999_is_kept(
+    checked: Checked,
+) -> None:
+    for when in ("9999-12-31T23:59:59-01:00", "9999-12-31T23:00:00-23:59"):
+        body = {"phone_number": CONTACT, "scheduled_at": when}
+        response = checked.post("/tasks/scheduled_callbacks", body)
+        _assert_json_error(response, 422)
+        assert list(response.json()["errors"]) == ["scheduled_at"]
+    made = checked.post(
+        "/tasks/schedule_callbacks",
+        {"phone_number": CONTACT, "scheduled_at": "9999-12-31T23:59:59.999Z"},
+    )
+    assert made.status_code == 201, made.text
+    callback = made.json()["scheduled_callback"]
+    assert callback["scheduled_at"] == "9999-12-31T23:59:59.999Z"
+    assert checked.get(f"/tasks/scheduled_callbacks/{callback['id']}").json() == made.json()
+
+
+# --- cursors: any JSON, or none, is an invalid cursor -------------------------------------------
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _forged(raw: bytes, seed: int = 7) -> str:
+    """A cursor signed with the sandbox's seed (as a client who knows it could) around any
+    payload; the signature recipe is the one `connectors/sandbox/cursors.py` uses."""
+    sig = hashlib.blake2b(raw, key=str(seed).encode(), digest_size=6).hexdigest()
+    return _b64(orjson.dumps([raw.decode(), sig]))
+
+
+BAD_CURSORS = [
+    "e30", "W10", _b64(b"null"), _b64(b"1"), _b64(b'""'), _b64(b'["a","b"]'), _b64(b"[1,2]"),
+    _b64(b"[{},{}]"), _b64(b'["x",{}]'), _b64(b"[[],[]]"), _b64(b'{"0":"a","1":"b"}'),
+    _b64(b"\xff\xfe"), "!!!", "%C3%A9", "e30" * 3000,
+    _forged(b"{}"), _forged(b"[]"), _forged(b"[1]"), _forged(b'{"0":1}'),
+    _forged(b'[1,"x","y","z"]'), _forged(b'[1,1.5,"id","k"]'),
+    _forged(b'[1,1000000000000000000000000000000,"id","k"]'), _forged(b"[1,2,3,4,5]"),
+]  # fmt: skip
+
+
+def test_a_cursor_that_decodes_to_anything_else_falls_back_to_the_offset(
+    checked: Checked,
+) -> None:
+    for path in ("/reporting/cdrs", "/reporting/cdrs/events"):
+        by_offset = checked.get(f"{path}?limit=3&offset=2").json()
+        for cursor in BAD_CURSORS:
+            response = checked.get(f"{path}?limit=3&offset=2&cursor={cursor}")
+            assert response.status_code == 200, (path, cursor[:40], response.text[:200])
+            if path == "/reporting/cdrs":
+                assert response.headers[FALLBACK_HEADER] == "offset"
+            page = response.json()
+            assert page[path.rsplit("/", 1)[1]] == by_offset[path.rsplit("/", 1)[1]], cursor
+            # Then the offset decides: an invalid one is the spec's 400.
+            bad_offset = checked.get(f"{path}?limit=3&offset=-1&cursor={cursor}")
+            _assert_json_error(bad_offset, 400)
+
+
+# --- the last resort ----------------------------------------------------------------------------
+
+
+def test_an_unexpected_exception_is_a_json_500_in_process_and_over_a_socket() -> None:
+    sandbox = make_write_sandbox({}, now=datetime(2026, 11, 3, 12, tzinfo=UTC))
+    # A broken server: a stored campaign holding a value JSON cannot encode.
+    sandbox.state.campaigns[999] = {"id": 999, "name": "broken", "tags": {"not", "json"}}
+    expected = {"error": "Internal server error"}
+    with Api(sandbox, transport=_socket_like(sandbox)) as client:
+        response = client.get("/api/v4/campaigns/999")
+    _assert_json_error(response, 500)
+    assert response.json() == expected
+    with Api(sandbox) as own:  # the sandbox's own transport: an answer, not an exception
+        assert own.get("/api/v4/campaigns/999").json() == expected
+    with sandbox.serve() as server:
+        served = httpx.get(
+            server.base_url + "/api/v4/campaigns/999",
+            headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+        )
+        assert (served.status_code, served.headers["content-type"]) == (500, "application/json")
+        assert served.json() == expected
+        # The server still answers the next request.
+        assert httpx.get(server.base_url + "/api/v4/openapi.json").status_code == 200
+
+
+# --- what the document declares -----------------------------------------------------------------
+
+
+def test_every_operation_declares_a_json_500_and_the_429_its_retry_after() -> None:
+    responses = DOC["components"]["responses"]
+    for path, ops in DOC["paths"].items():
+        for method, op in ops.items():
+            declared = op["responses"].get("500")
+            assert declared == {"$ref": "#/components/responses/ServerError"}, (method, path)
+            assert op["responses"]["429"] == {"$ref": "#/components/responses/TooManyRequests"}
+    server_error = responses["ServerError"]["content"]["application/json"]["schema"]
+    assert server_error == {"$ref": "#/components/schemas/SimpleError"}
+    assert "Retry-After" in responses["TooManyRequests"]["headers"]
+
+
+def test_a_429_retry_after_header_matches_the_document() -> None:
+    header = DOC["components"]["responses"]["TooManyRequests"]["headers"]["Retry-After"]
+    validator = Draft202012Validator(header["schema"])
+    sandbox = make_write_sandbox({})
+    with Api(sandbox) as client:
+        for seconds in (7, 1.5, 0.02, 0.00001, 1e20):
+            sandbox.faults = FaultConfig(error_429_rate=1.0, retry_after_s=seconds)
+            response = client.get("/api/v4/users")
+            _assert_json_error(response, 429)
+            value = response.headers["retry-after"]
+            assert not list(validator.iter_errors(value)), (seconds, value)
+            assert float(value) == seconds
+
+
+def _cdr_with(data: dict[str, Any]) -> httpx.Response:
+    cdr_id = "6a6b0b76-4bac-4936-8745-ce7d647f99bb"
+    request = httpx.Request("GET", f"http://127.0.0.1/api/v4/reporting/cdrs/{cdr_id}")
+    cdr = {
+        "id": cdr_id, "type": "conversation", "subtype": "whatsapp", "disposition": "archived",
+        "from": {"type": "phone_number", "phone_number": CONTACT},
+        "to": {"type": "phone_number", "phone_number": "4930123456"}, "user": None,
+        "cost": 0.01, "tags": [], "started_at": "2026-11-01T10:53:40.127Z",
+        "ended_at": "2026-11-01T10:53:43.871Z", "data": data,
+    }  # fmt: skip
+    return httpx.Response(200, json={"cdr": cdr}, request=request)
+
+
+def test_cdr_references_have_the_id_types_the_spec_gives() -> None:
+    flow = "0b1c7a4e-3d1f-4c51-9d0e-2f7d1f3f6a11"
+
+    def ref(ref_id: object) -> dict[str, Any]:
+        return {"id": ref_id, "name": "x", "name_snapshot": "x", "deleted": False}
+
+    check(_cdr_with({"channel": "whatsapp", "flow": ref(flow), "queue": ref(3)}))
+    for bad in (
+        {"queue": ref("3")},  # queue ids are integers
+        {"queue": ref(flow)},
+        {"flow": ref(7)},  # a flow id is a UUID
+        {"flow": ref("seven")},
+    ):
+        with pytest.raises(AssertionError):
+            check(_cdr_with({"channel": "whatsapp", **bad}))
+    schemas = DOC["components"]["schemas"]
+    call = schemas["CallData"]["properties"]
+    sms = schemas["SmsData"]["properties"]
+    for name, holder in (("queue", call), ("campaign", call), ("canned_message", sms)):
+        target = holder[name]["anyOf"][0]["$ref"].rsplit("/", 1)[1]
+        assert schemas[target]["properties"]["id"] == {"type": "integer"}, name
+    flow_ref = schemas["ConversationData"]["properties"]["flow"]["anyOf"][0]["$ref"]
+    assert schemas[flow_ref.rsplit("/", 1)[1]]["properties"]["id"] == {
+        "type": "string",
+        "format": "uuid",
+    }
+
+
+# --- leads ---------------------------------------------------------------------------------------
+
+
+def test_patching_a_lead_with_data_null_clears_it_to_an_empty_object(checked: Checked) -> None:
+    sets = [{"phone_numbers": [CONTACT]}, {"phone_numbers": ["4930123456789"]}]
+    created = checked.post("/campaigns", {"name": "Null data", "caller_id_sets": sets})
+    cid = created.json()["campaign"]["id"]
+    leads = checked.post(
+        f"/campaigns/{cid}/leads", {"leads": [{"phone_number": CONTACT, "data": {"k": "v"}}]}
+    )
+    lead_id = leads.json()["leads"][0]["id"]
+    patched = checked.patch(f"/campaigns/{cid}/leads", {"leads": [{"id": lead_id, "data": None}]})
+    assert patched.status_code == 200, patched.text  # and its body matched `Lead` (check)
+    assert patched.json()["leads"][0]["data"] == {}
+    again = checked.patch(f"/campaigns/{cid}/leads", {"leads": [{"id": lead_id, "name": "Ada"}]})
+    assert again.json()["leads"][0]["data"] == {}
+    assert json.loads(again.text)["leads"][0]["name"] == "Ada"
