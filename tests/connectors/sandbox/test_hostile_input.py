@@ -9,8 +9,11 @@ app exception with a 500, as a socket does, instead of raising it into the test.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
+import logging
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -325,3 +328,139 @@ def test_patching_a_lead_with_data_null_clears_it_to_an_empty_object(checked: Ch
     again = checked.patch(f"/campaigns/{cid}/leads", {"leads": [{"id": lead_id, "name": "Ada"}]})
     assert again.json()["leads"][0]["data"] == {}
     assert json.loads(again.text)["leads"][0]["name"] == "Ada"
+
+
+# --- a sweep of every operation -------------------------------------------------------------
+
+UUID = "6a6b0b76-4bac-4936-8745-ce7d647f99bb"
+SWEEP_PATH = ["%D9%A1", "9" * 5000, "%FF", "{" + UUID + "}", "%00"]
+SWEEP_QUERY = ["%C2%B2", "--1", "9" * 5000, "", "0001-01-01T00:00:00%2B23:59", "e30", "%FF"]
+SWEEP_BODY: list[Any] = [None, 1e300, "١", {}, [{}], "9999-12-31T23:59:59-01:00"]
+
+
+def _write_bodies(sandbox: Sandbox, client: Checked) -> tuple[dict[str, str], dict[Any, Any]]:
+    """Path values that exist, and one valid body per write (each answered 2xx as is)."""
+    ds = sandbox.dataset
+    agent = ds.users[0]["id"]
+    sets = [{"phone_numbers": [CONTACT]}, {"phone_numbers": ["4930123456789"]}]
+    made = client.post("/campaigns", {"name": "Sweep target", "caller_id_sets": sets})
+    campaign = made.json()["campaign"]["id"]
+    lead = client.post(f"/campaigns/{campaign}/leads", {"leads": [{"phone_number": CONTACT}]})
+    config = {
+        "strategy": "simple", "dial_level": 2, "max_dial_time": 60, "max_wait_time": 5,
+        "max_dial_attempts": 3, "voice_message_id": 1, "amd_enabled": True,
+        "dial_level_override": {"enabled": True, "value": 1.5, "active_agents_threshold": 3},
+        "amd_voicemail_message": {"enabled": True, "voice_message_id": 1},
+        "live": {"enabled": True, "dialing_order": "fifo"}, "caller_id_sets": sets,
+        "use_local_caller_id": False, "asr_optimization_enabled": True,
+        "post_call_rating": {"enabled": True, "notification_voice_message_id": 1},
+        "contact_local_time": {"start_time": "08:00", "end_time": "20:00", "days_of_week": [1, 7]},
+        "follow_up_rules": {
+            "busy": [{"wait_time": 5, "wait_time_unit": "minutes", "switch_caller_id_set": True}],
+            "wrapup_code": [{"wait_time": 1, "wait_time_unit": "hours", "wrapup_code_id": 1}],
+        },
+        "follow_up_mode": "timer",
+    }  # fmt: skip
+    callback = {"phone_number": CONTACT, "scheduled_at": "2026-11-05T10:00:00Z",
+                "user_id": agent, "queue_id": 1, "note": "n"}  # fmt: skip
+    v4 = "/api/v4"
+    bodies: dict[Any, Any] = {
+        ("post", f"{v4}/voice/calls"): {"phone_number": CONTACT, "user_id": agent,
+            "caller_id": CONTACT, "source": {"account_id": "A", "name": "n"}},
+        ("post", f"{v4}/voice/calls/{{call_id}}/hangup"): {"user_id": agent},
+        ("post", f"{v4}/campaigns"): {"name": "Sweep", **config},
+        ("patch", f"{v4}/campaigns/{{campaign_id}}"): {**config, "allow_duplicate_phone_numbers":
+            True, "amd_comfort_noise_enabled": True},
+        ("post", f"{v4}/campaigns/{{campaign_id}}/leads"): {"leads": [{"phone_number":
+            "4915112345670", "name": "a", "email": "a@b.c", "data": {"k": "v"}}]},
+        ("patch", f"{v4}/campaigns/{{campaign_id}}/leads"): {"leads": [{"id":
+            lead.json()["leads"][0]["id"], "name": "a", "email": "a@b.c", "data": {"k": "v"}}]},
+        ("post", f"{v4}/messaging/sms"): {"phone_number": CONTACT, "sender_id": "CDRHOUSE",
+            "message": {"content_type": "canned_message", "content_data": {
+                "canned_message_id": 1, "params": {"first_name": "x", "date": "y"}}},
+            "source": {"system": "s", "account_id": "a"}},
+        ("post", f"{v4}/messaging/conversations"): {"phone_number": CONTACT, "channel":
+            "whatsapp", "user_id": agent, "message": {"content_type": "text",
+            "content_data": {"text": "Hi"}}},
+        ("post", f"{v4}/messaging/conversations/{{conversation_id}}/messages"): {
+            "content_type": "image", "user_id": agent, "content_data": {"url": "https://x/a.jpg",
+            "filename": "a", "size": 1, "caption": "c"}},
+        ("post", f"{v4}/tasks/scheduled_callbacks"): callback,
+        ("post", f"{v4}/tasks/schedule_callbacks"): callback,
+    }  # fmt: skip
+    existing = {
+        "campaign_id": str(campaign), "conversation_id": next(iter(ds.conversations)),
+        "user_id": agent, "webhook_failure_id": ds.webhook_failures[0]["id"],
+        "call_id": UUID, "cdr_id": UUID, "message_id": UUID, "callback_id": UUID,
+    }  # every other path parameter is an integer id: 1 exists
+    return existing, bodies
+
+
+def _json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if prefix:
+        yield prefix
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield from _json_paths(value, (*prefix, key))
+
+
+def _replaced(body: Any, where: tuple[Any, ...], value: Any) -> Any:
+    out = copy.deepcopy(body)
+    target = out
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    return out
+
+
+def test_no_operation_answers_500_to_hostile_ids_parameters_or_bodies(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sandbox = make_write_sandbox({}, now=datetime(2026, 11, 3, 12, tzinfo=UTC))
+    sent = 0
+    with Checked(sandbox, prefix="/api/v4") as v4:
+        existing, bodies = _write_bodies(sandbox, v4)
+    with Checked(sandbox, transport=_socket_like(sandbox)) as client:
+
+        def fill(template: str, swap: str | None = None, value: str = "") -> str:
+            def one(match: re.Match[str]) -> str:
+                name = match.group(1)
+                return value if name == swap else existing.get(name, "1")
+
+            return re.sub(r"\{([^}]+)\}", one, template)
+
+        def send(method: str, url: str, body: Any = None) -> None:
+            nonlocal sent
+            if url.endswith(f"{UUID}/hangup"):  # a live call, so the body is what is judged
+                call = client.post("/api/v4/voice/calls", bodies[("post", "/api/v4/voice/calls")])
+                url = url.replace(UUID, call.json()["call"]["id"])
+            kwargs = {} if body is None else {"json": body}
+            response = client.request(method.upper(), url, **kwargs)  # checked: listed, valid
+            sent += 1
+            assert response.status_code < 500, (method, url[:120], body, response.text[:200])
+
+        for template, ops in DOC["paths"].items():
+            names = re.findall(r"\{([^}]+)\}", template)
+            for method, op in ops.items():
+                body = bodies.get((method, template))
+                for name in names:
+                    for value in SWEEP_PATH:
+                        send(method, fill(template, name, value), body)
+                query = [
+                    DOC["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]]["name"]
+                    for p in op.get("parameters", [])
+                    if "$ref" in p
+                ]
+                for name in query:
+                    for value in SWEEP_QUERY:
+                        send(method, f"{fill(template)}?limit=2&{name}={value}", body)
+                if body is None:
+                    continue
+                for where in _json_paths(body):
+                    for value in SWEEP_BODY:
+                        mutated = _replaced(body, where, value)
+                        if (method, template) == ("post", "/api/v4/campaigns"):
+                            mutated.setdefault("name", f"Sweep {sent}")  # names are unique
+                        send(method, fill(template), mutated)
+    assert sent > 1500, sent
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
