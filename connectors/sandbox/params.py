@@ -1,15 +1,15 @@
 """Strict parsers for what a request carries as text: integers, UUIDs, date-times.
 
 Every id, list parameter and filter goes through these, so no route accepts what Python's own
-parsers would also take: `int()` reads Unicode digits ("١" is 1, "²" raises), underscores, signs
-and spaces; `uuid.UUID()` reads braces, a `urn:uuid:` prefix and Unicode hex digits; a datetime
-cannot hold an instant a few hours past 9999-12-31 in UTC.
+parsers would also take: `int()` reads Unicode digits (an Arabic-Indic one is 1, a superscript
+two raises), underscores, signs and spaces; `uuid.UUID()` reads braces, a `urn:uuid:` prefix
+and Unicode hex digits; a datetime cannot hold an instant a few hours past 9999-12-31 in UTC.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 INT64_MIN: Final = -(2**63)
@@ -20,7 +20,7 @@ _HUGE: Final = 10**100
 _ASCII_INT: Final = re.compile(r"-?[0-9]+")
 _UUID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _DATE_START: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_EPOCH: Final = datetime(1970, 1, 1)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO: Final = timedelta(microseconds=1)
 
 
@@ -49,5 +49,6 @@ def instant_ms(text: str) -> int:
         raise ValueError(f"not an ISO 8601 date-time: {text!r}")
     value = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
     offset = value.utcoffset() or timedelta(0)
-    micros = (value.replace(tzinfo=None) - _EPOCH) // _MICRO - offset // _MICRO
+    # The wall time read as UTC, then the offset: two in-range datetimes, integer arithmetic.
+    micros = (value.replace(tzinfo=UTC) - _EPOCH) // _MICRO - offset // _MICRO
     return micros // 1000

@@ -20,6 +20,7 @@ from connectors.sandbox.datafaults import (
 )
 from connectors.sandbox.generator import CDR_TYPES, cost_json, encode_page
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, raw_json
+from connectors.sandbox.params import INT64_MAX, INT64_MIN, instant_ms, parse_int, parse_uuid
 from connectors.sandbox.query import (
     OFFSET_WINDOW,
     CdrFilter,
@@ -28,7 +29,6 @@ from connectors.sandbox.query import (
     now_ms,
     select_page,
 )
-from connectors.sandbox.params import INT64_MAX, INT64_MIN, instant_ms, parse_int, parse_uuid
 from connectors.sandbox.reads import ReadRoutes, uuid_id
 from models.timestamps import iso_ms_from_epoch
 
@@ -114,7 +114,9 @@ def parse_filter(request: Request) -> CdrFilter:
             return None
         # An id past 64 bits is an integer no record has: it matches nothing, so it is left
         # out of the set (the cursor's filter hash encodes 64-bit integers only).
-        return frozenset(v for v in vals if v is not None and INT64_MIN <= v <= INT64_MAX) if vals else None
+        if not vals:
+            return None
+        return frozenset(v for v in vals if v is not None and INT64_MIN <= v <= INT64_MAX)
 
     def uuids(name: str) -> frozenset[str] | None:
         vals = [parse_uuid(v) for v in _values(request, name)]

@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -273,7 +273,7 @@ def test_a_429_retry_after_header_matches_the_document() -> None:
 def _cdr_with(data: dict[str, Any]) -> httpx.Response:
     cdr_id = "6a6b0b76-4bac-4936-8745-ce7d647f99bb"
     request = httpx.Request("GET", f"http://127.0.0.1/api/v4/reporting/cdrs/{cdr_id}")
-    cdr = {
+    cdr: dict[str, Any] = {
         "id": cdr_id, "type": "conversation", "subtype": "whatsapp", "disposition": "archived",
         "from": {"type": "phone_number", "phone_number": CONTACT},
         "to": {"type": "phone_number", "phone_number": "4930123456"}, "user": None,
@@ -335,7 +335,7 @@ def test_patching_a_lead_with_data_null_clears_it_to_an_empty_object(checked: Ch
 UUID = "6a6b0b76-4bac-4936-8745-ce7d647f99bb"
 SWEEP_PATH = ["%D9%A1", "9" * 5000, "%FF", "{" + UUID + "}", "%00"]
 SWEEP_QUERY = ["%C2%B2", "--1", "9" * 5000, "", "0001-01-01T00:00:00%2B23:59", "e30", "%FF"]
-SWEEP_BODY: list[Any] = [None, 1e300, "١", {}, [{}], "9999-12-31T23:59:59-01:00"]
+SWEEP_BODY: list[Any] = [None, 1e300, "\u0661", {}, [{}], "9999-12-31T23:59:59-01:00"]
 
 
 def _write_bodies(sandbox: Sandbox, client: Checked) -> tuple[dict[str, str], dict[Any, Any]]:
@@ -389,9 +389,14 @@ def _write_bodies(sandbox: Sandbox, client: Checked) -> tuple[dict[str, str], di
         ("post", f"{v4}/tasks/schedule_callbacks"): callback,
     }  # fmt: skip
     existing = {
-        "campaign_id": str(campaign), "conversation_id": next(iter(ds.conversations)),
-        "user_id": agent, "webhook_failure_id": ds.webhook_failures[0]["id"],
-        "call_id": UUID, "cdr_id": UUID, "message_id": UUID, "callback_id": UUID,
+        "campaign_id": str(campaign),
+        "conversation_id": next(iter(ds.conversations)),
+        "user_id": agent,
+        "webhook_failure_id": ds.webhook_failures[0]["id"],
+        "call_id": UUID,
+        "cdr_id": UUID,
+        "message_id": UUID,
+        "callback_id": UUID,
     }  # every other path parameter is an integer id: 1 exists
     return existing, bodies
 
@@ -399,7 +404,11 @@ def _write_bodies(sandbox: Sandbox, client: Checked) -> tuple[dict[str, str], di
 def _json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     if prefix:
         yield prefix
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
     for key, value in items:
         yield from _json_paths(value, (*prefix, key))
 
@@ -464,3 +473,23 @@ def test_no_operation_answers_500_to_hostile_ids_parameters_or_bodies(
                         send(method, fill(template), mutated)
     assert sent > 1500, sent
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_days_of_week_1_and_1_0_are_one_day(checked: Checked) -> None:
+    sets = [{"phone_numbers": [CONTACT]}, {"phone_numbers": ["4930123456789"]}]
+    local = {"start_time": "08:00", "end_time": "20:00"}
+    twice = checked.post(
+        "/campaigns",
+        {"name": "Twice", "caller_id_sets": sets,
+         "contact_local_time": {**local, "days_of_week": [1, 1.0]}},
+    )  # fmt: skip
+    _assert_json_error(twice, 422)
+    errors = twice.json()["errors"]
+    assert errors == {"contact_local_time.days_of_week": ["must not contain duplicates"]}
+    once = checked.post(
+        "/campaigns",
+        {"name": "Once", "caller_id_sets": sets,
+         "contact_local_time": {**local, "days_of_week": [1.0, 7]}},
+    )  # fmt: skip
+    assert once.status_code == 201, once.text
+    assert once.json()["campaign"]["contact_local_time"]["days_of_week"] == [1, 7]
