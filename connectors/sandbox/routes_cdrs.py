@@ -228,7 +228,7 @@ async def list_events(request: Request) -> Response:
     """CDR events (shape chosen, see docs/sandbox.md): one `cdr.created` per visible CDR and a
     `cdr.updated` once a revised CDR's cost changed; paged like the CDR list."""
     sandbox = get_sandbox(request)
-    page, flt, _fallback = query_page(request)
+    page, flt, fallback = query_page(request)
     now = now_ms(sandbox)
     faults, seed = sandbox.faults, sandbox.config.seed
     events: list[dict[str, Any]] = []
@@ -245,7 +245,8 @@ async def list_events(request: Request) -> Response:
     if page.next_key is not None:
         cursor = make_cursor(seed, *page.next_key, flt.key())
     meta = {"total": page.total, "next_cursor": cursor}
-    return json_response({"events": events, "metadata": meta})
+    headers = {FALLBACK_HEADER: "offset"} if fallback else None  # as on the CDR list
+    return json_response({"events": events, "metadata": meta}, headers=headers)
 
 
 def _event(kind: str, cdr_id: str, at_ms: int, cost: int) -> dict[str, Any]:
