@@ -1,10 +1,12 @@
 """Wall time of `cdrhouse sql "select 1"`, start to exit, over an existing data dir.
 
     .venv/bin/python -m bench.sql_startup --data-dir /tmp/demo/data        # after `cdrhouse demo`
-    .venv/bin/python -m bench.sql_startup --data-dir DIR --runs 15 --query "select count(*) from cdrs"
+    .venv/bin/python -m bench.sql_startup --data-dir DIR --repo . --repo /path/to/other/checkout
 
 Each run is a fresh process (what an analyst pays per query): interpreter start, imports,
-opening the warehouse, the query, printing. One warm-up run is not counted.
+opening the warehouse, the query, printing. With several `--repo` checkouts (same venv, each
+on PYTHONPATH in turn) the runs alternate between them, so a busy machine weighs on all alike.
+One warm-up run per checkout is not counted.
 """
 
 from __future__ import annotations
@@ -19,27 +21,35 @@ from pathlib import Path
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="CDRHOUSE_DATA_DIR to query")
+    parser.add_argument("--repo", type=Path, action="append", help="checkout to run (repeatable)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--query", default="select 1")
     args = parser.parse_args()
-    cli = Path(sys.executable).parent / "cdrhouse"
-    env = {**os.environ, "CDRHOUSE_DATA_DIR": str(args.data_dir.resolve())}
-    times: list[float] = []
+    repos = [r.resolve() for r in (args.repo or [Path()])]
+    times: dict[Path, list[float]] = {r: [] for r in repos}
     for i in range(args.runs + 1):
-        start = time.perf_counter()
-        done = subprocess.run([str(cli), "sql", args.query], env=env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
-        if done.returncode != 0:
-            raise SystemExit(f"cdrhouse sql failed: {done.stderr.strip()}")
-        if i:  # the first run warms the page cache
-            times.append(elapsed)
-    print(f"cdrhouse sql {args.query!r} over {args.data_dir} ({args.runs} runs, one process each)")
-    print(
-        f"  wall s: min {min(times):.3f}  median {statistics.median(times):.3f}  "
-        f"max {max(times):.3f}"
-    )
+        for repo in repos:
+            env = {
+                **os.environ,
+                "CDRHOUSE_DATA_DIR": str(args.data_dir.resolve()),
+                "PYTHONPATH": str(repo),
+            }
+            argv = [sys.executable, "-m", "pipelines.cli", "sql", args.query]
+            start = time.perf_counter()
+            done = subprocess.run(argv, env=env, cwd=repo, capture_output=True, text=True)
+            elapsed = time.perf_counter() - start
+            if done.returncode != 0:
+                raise SystemExit(f"cdrhouse sql failed in {repo}: {done.stderr.strip()}")
+            if i:  # the first round warms the page cache
+                times[repo].append(elapsed)
+    print(f"cdrhouse sql {args.query!r} over {args.data_dir} ({args.runs} runs per checkout)")
+    for repo, t in times.items():
+        print(
+            f"  {repo}: wall s min {min(t):.3f}  median {statistics.median(t):.3f}  "
+            f"max {max(t):.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -96,9 +96,14 @@ def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) 
     warehouse = (data_dir / WAREHOUSE_FILE).resolve()
     if target.parent == warehouse.parent and target.name.startswith(WAREHOUSE_FILE):
         raise RefusedQuery(f"--output {output} is the warehouse ({warehouse}); write elsewhere")
-    rows = con.execute("SELECT current_setting('allowed_directories')").fetchall()
-    for lake_dir in rows[0][0] if rows else []:
-        if "://" not in lake_dir and target.is_relative_to(Path(lake_dir).resolve()):
+    rows = con.execute(
+        "SELECT current_setting('allowed_directories'), current_setting('temp_directory')"
+    ).fetchall()
+    allowed, spill = rows[0] if rows else ([], "")
+    for lake_dir in allowed:
+        if "://" in lake_dir or Path(lake_dir) == Path(spill):
+            continue  # an object store is no local path; the spill dir is DuckDB's own
+        if target.is_relative_to(Path(lake_dir).resolve()):
             raise RefusedQuery(
                 f"--output {output} is inside the lake ({lake_dir}); write elsewhere"
             )

@@ -383,7 +383,8 @@ def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckD
     * no extension auto-install or auto-load, no persistent secrets read from the home dir;
     * `TimeZone` UTC, as every timestamp in the warehouse: the answers do not depend on the
       analyst's zone (`current_date`, string literals compared with `TIMESTAMPTZ`);
-    * spills go to a private temp dir (made and removed by DuckDB only if a query spills);
+    * spills go to a private temp dir (made and removed by DuckDB only if a query spills; DuckDB
+      allows its temp dir, so this one is not the working dir, which might be the lake);
     * `lock_configuration`, so no statement can undo any of this.
 
     `lake_uri` is the lake to allow for an old warehouse that does not record its own."""
