@@ -9,7 +9,8 @@ DuckDB's parser finds in the text must be one of:
   WITH is refused, and only table functions that read (`read_*`, `glob`, `range`, ...);
 * `EXPLAIN [ANALYZE]` of such a query (EXPLAIN ANALYZE runs what it explains);
 * a `PIVOT` without an IN list (DuckDB parses it into several statements it does not show):
-  it must start as a query does and name no writing keyword;
+  it must start as a query does, and no token of it may be a writing keyword or the name of a
+  table function a query may not call;
 * `PRAGMA` of a pragma that only describes (`table_info`, `show_tables`, ...), and `CALL` of
   a table function a query may call.
 
@@ -70,7 +71,11 @@ WRITE_KEYWORDS = frozenset(
 
 
 class RefusedQuery(ValueError):
-    """The text holds a statement `cdrhouse sql` does not run; the message says which."""
+    """The text holds a statement `cdrhouse sql` does not run; the message (one line) says
+    which."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
 
 
 def read_statements(con: duckdb.DuckDBPyConnection, text: str) -> list[duckdb.Statement]:
@@ -112,7 +117,8 @@ def _check_tree(con: duckdb.DuckDBPyConnection, text: str) -> None:
     tree = json.loads(rows[0][0]) if rows else {"error": True, "error_message": "no tree"}
     if tree.get("error"):
         # Fail closed: a query whose tree DuckDB cannot show is not run.
-        raise RefusedQuery(f"cannot check this query ({tree.get('error_message')}); {REFUSAL}")
+        why = str(tree.get("error_message")).splitlines()[0]
+        raise RefusedQuery(f"cannot check this query ({why}); {REFUSAL}")
     for node in _dicts(tree):
         node_type = node.get("type")
         if (
@@ -124,8 +130,13 @@ def _check_tree(con: duckdb.DuckDBPyConnection, text: str) -> None:
             raise RefusedQuery(f"{what} inside a query is refused: {REFUSAL}")
         if node_type == "TABLE_FUNCTION":
             name = str(node.get("function", {}).get("function_name", "")).lower()
-            if name not in READ_TABLE_FUNCTIONS and not name.startswith(READ_FUNCTION_PREFIXES):
+            if not _reads(name):
                 raise RefusedQuery(f"table function {name}() is refused: {REFUSAL}")
+
+
+def _reads(table_function: str) -> bool:
+    name = table_function.lower()
+    return name in READ_TABLE_FUNCTIONS or name.startswith(READ_FUNCTION_PREFIXES)
 
 
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
@@ -185,6 +196,16 @@ def _check_multi(con: duckdb.DuckDBPyConnection, text: str) -> None:
     if head not in QUERY_HEADS or writes:
         what = writes[0] if writes else head
         raise RefusedQuery(f"{what} is refused: {REFUSAL}")
+    # No syntax tree here: refuse any word that names a table function a query may not call
+    # (a column of that name too; rare, and refusing is the safe side).
+    rows = con.execute(
+        "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+        "WHERE function_type IN ('table', 'table_macro')"
+    ).fetchall()
+    names = {t.strip('"').lower() for _, t in tokens}
+    refused = sorted(name for (name,) in rows if name in names and not _reads(name))
+    if refused:
+        raise RefusedQuery(f"table function {refused[0]}() is refused: {REFUSAL}")
 
 
 def _check_pragma(text: str) -> None:

@@ -208,6 +208,11 @@ MORE_ATTACKS = [
     "SELECT * FROM read_csv('/proc/self/environ')",
     "SELECT count(*) FROM read_parquet('{outside}/*.parquet')",
     "SELECT * FROM query('SELECT * FROM read_text(''/etc/passwd'')')",
+    "SELECT * FROM checkpoint()",
+    "CALL force_checkpoint()",
+    "PIVOT (SELECT * FROM query('SELECT 1 AS k, ''a'' AS v')) ON v USING count(*)",
+    "WITH p AS (PIVOT cdrs ON type USING count(*)) INSERT INTO cdrs SELECT * FROM p",
+    "PREPARE p AS SELECT 1",
 ]
 
 
