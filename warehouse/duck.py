@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import uuid
 from collections.abc import Collection
 from pathlib import Path
@@ -383,8 +382,9 @@ def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckD
     * no extension auto-install or auto-load, no persistent secrets read from the home dir;
     * `TimeZone` UTC, as every timestamp in the warehouse: the answers do not depend on the
       analyst's zone (`current_date`, string literals compared with `TIMESTAMPTZ`);
-    * spills go to a private temp dir (made and removed by DuckDB only if a query spills; DuckDB
-      allows its temp dir, so this one is not the working dir, which might be the lake);
+    * spills go to a temp dir of this process next to the warehouse (made and removed by DuckDB
+      only if a query spills; DuckDB allows its temp dir, so not the working dir, which might
+      be the lake);
     * `lock_configuration`, so no statement can undo any of this.
 
     `lake_uri` is the lake to allow for an old warehouse that does not record its own."""
@@ -407,7 +407,8 @@ def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckD
         lake = Lake(warehouse_lake_uri(con) or lake_uri or default_lake_uri(path.parent))
         register_lake(con, lake)
         allowed = ", ".join(lit(d) for d in lake_directories(lake))
-        spill = Path(tempfile.gettempdir()) / f"cdrhouse-sql-{os.getpid()}-{uuid.uuid4().hex}"
+        # Next to the warehouse, as DuckDB's default for a database file, but per process.
+        spill = path.with_name(f".{WAREHOUSE_FILE}.{os.getpid()}.spill")
         for setting in (
             f"allowed_directories = [{allowed}]",
             f"temp_directory = {lit(str(spill))}",

@@ -22,6 +22,7 @@ Paths are not judged here: which files a query may read is the connection's busi
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,6 +71,10 @@ WRITE_KEYWORDS = frozenset(
 )  # fmt: skip
 
 
+# Enough for the JSON tree of any query DuckDB parses (its max_expression_depth is 1000).
+JSON_DEPTH = 20_000
+
+
 class RefusedQuery(ValueError):
     """The text holds a statement `cdrhouse sql` does not run; the message (one line) says
     which."""
@@ -114,7 +119,7 @@ def _check(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement) -> None:
 def _check_tree(con: duckdb.DuckDBPyConnection, text: str) -> None:
     # fetchall, not fetchone: a result left unfinished blocks the connection's next statement
     rows = con.execute("SELECT json_serialize_sql(?)", [text]).fetchall()
-    tree = json.loads(rows[0][0]) if rows else {"error": True, "error_message": "no tree"}
+    tree = _loads(rows[0][0]) if rows else {"error": True, "error_message": "no tree"}
     if tree.get("error"):
         # Fail closed: a query whose tree DuckDB cannot show is not run.
         why = str(tree.get("error_message")).splitlines()[0]
@@ -139,14 +144,29 @@ def _reads(table_function: str) -> bool:
     return name in READ_TABLE_FUNCTIONS or name.startswith(READ_FUNCTION_PREFIXES)
 
 
+def _loads(text: str) -> Any:
+    """The tree of a long expression (`1+1+…`, up to DuckDB's depth limit of 1000) nests a few
+    thousand levels deep, beyond Python's default recursion limit for decoding JSON."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, JSON_DEPTH))
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise RefusedQuery("the query nests too deeply to be checked") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        yield value
-        for item in value.values():
-            yield from _dicts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _dicts(item)
+    """Every dict in a JSON value, without recursion (the tree may be thousands deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _tokens(text: str) -> list[tuple[int, str]]:

@@ -135,6 +135,7 @@ def assert_refused(
     """The query is refused in one line with exit 1, and the lake and warehouse are as they were."""
     before = lake.snapshot()
     warehouse = (lake.data_dir / WAREHOUSE_FILE).read_bytes()
+    data_dir = sorted(p.name for p in lake.data_dir.iterdir())
     code, out, err = sql(lake, capsys, *argv)
     lines = err.strip().splitlines()
     assert code == 1, (code, out, err)
@@ -144,6 +145,7 @@ def assert_refused(
     assert "Traceback" not in err
     assert lake.snapshot() == before, f"{argv[0]!r} changed the {lake.name} lake"
     assert (lake.data_dir / WAREHOUSE_FILE).read_bytes() == warehouse
+    assert sorted(p.name for p in lake.data_dir.iterdir()) == data_dir
     return lines[0]
 
 
@@ -427,6 +429,7 @@ READ_FORMS = [
     "VALUES (1, 'a'), (2, 'b')",
     "SELECT count(*) AS n FROM read_parquet('{lake}/cdrs/*/*.parquet')",
     "SELECT 1 AS one; SELECT 2 AS two",
+    "SELECT " + "1 + " * 900 + "1 AS long_sum",  # a tree deeper than Python's recursion limit
 ]
 
 
