@@ -88,10 +88,7 @@ def read_statements(con: duckdb.DuckDBPyConnection, text: str) -> list[duckdb.St
 
     Raises `RefusedQuery` for the first one that does not, and lets DuckDB's own
     `ParserException` through for text that does not parse."""
-    try:
-        statements = con.extract_statements(text)
-    except ValueError as exc:  # a statement type the Python enum does not know
-        raise RefusedQuery(f"unknown kind of statement ({exc}); {REFUSAL}") from None
+    statements = con.extract_statements(text)
     if not statements:
         raise RefusedQuery("the query holds no statement")
     for statement in statements:
@@ -100,8 +97,11 @@ def read_statements(con: duckdb.DuckDBPyConnection, text: str) -> list[duckdb.St
 
 
 def _check(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement) -> None:
-    kind = statement.type
     text = statement.query
+    try:
+        kind = statement.type
+    except ValueError:  # a statement type the Python enum does not know (UPDATE EXTENSIONS)
+        raise RefusedQuery(f"{_head(text)} is refused: {REFUSAL}") from None
     if kind == duckdb.StatementType.SELECT:
         _check_tree(con, text)
     elif kind == duckdb.StatementType.EXPLAIN:
@@ -192,11 +192,12 @@ def _check_explained(con: duckdb.DuckDBPyConnection, text: str) -> None:
     if i < len(tokens) and tokens[i][1].upper() in ("ANALYZE", "ANALYSE"):
         i += 1
     if i < len(tokens) and tokens[i][1] == "(":
-        depth = 0
+        # (options), or a parenthesized query when nothing follows it: EXPLAIN (SELECT 1)
+        depth, group = 0, i
         for j in range(i, len(tokens)):
             depth += tokens[j][1].count("(") - tokens[j][1].count(")")
             if depth <= 0:
-                i = j + 1
+                i = j + 1 if j + 1 < len(tokens) else group
                 break
     inner = con.extract_statements(text[tokens[i][0] :]) if i < len(tokens) else []
     if len(inner) != 1:
