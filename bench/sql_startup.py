@@ -50,6 +50,35 @@ def main() -> None:
             f"  {repo}: wall s min {min(t):.3f}  median {statistics.median(t):.3f}  "
             f"max {max(t):.3f}"
         )
+    in_process(args.data_dir, args.query, args.runs * 5)
+
+
+def in_process(data_dir: Path, query: str, runs: int) -> None:
+    """What `cdrhouse sql` adds inside the process: the plain read-only connection of before
+    (`connect`) against the locked one and the statement check (`connect_analyst`,
+    `read_statements`), each opening the warehouse and answering `query`."""
+    from warehouse.duck import connect, connect_analyst
+    from warehouse.sqlguard import read_statements
+
+    def plain() -> None:
+        con = connect(data_dir)
+        con.sql(query).to_arrow_table()
+        con.close()
+
+    def locked() -> None:
+        con = connect_analyst(data_dir)
+        con.sql(read_statements(con, query)[-1]).to_arrow_table()
+        con.close()
+
+    print(f"in one process, {runs} runs each (open + check + answer):")
+    for name, step in (("connect (before)", plain), ("connect_analyst + check", locked)):
+        step()  # warm-up
+        spent = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            step()
+            spent.append(time.perf_counter() - start)
+        print(f"  {name:<24} median {statistics.median(spent) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
