@@ -159,7 +159,9 @@ def split_page(body: bytes, list_key: str) -> SplitPage:
         raise PageSyntaxError(f"the page has no {list_key!r} array")
     start, _ = found.pop(wanted)
     records = [b"".join(toks[a:b]) for a, b in elements(toks, start)]
-    others = {key[1:-1].decode("utf-8", "replace"): b"".join(toks[a:b]) for key, (a, b) in found.items()}
+    others = {
+        key[1:-1].decode("utf-8", "replace"): b"".join(toks[a:b]) for key, (a, b) in found.items()
+    }
     return SplitPage(records, others)
 
 
@@ -172,7 +174,9 @@ def record_members(record: bytes) -> dict[str, bytes]:
         return {}
     if end != len(toks):
         return {}
-    return {key[1:-1].decode("utf-8", "replace"): b"".join(toks[a:b]) for key, (a, b) in found.items()}
+    return {
+        key[1:-1].decode("utf-8", "replace"): b"".join(toks[a:b]) for key, (a, b) in found.items()
+    }
 
 
 def depth(toks: list[bytes]) -> int:

@@ -300,7 +300,9 @@ def _head(raw: bytes) -> _RawHead:
         # Not an object (kept whole; normalize quarantines it), or an object msgspec cannot
         # read (too deep, not UTF-8): its members are found without reading their values.
         found = record_members(raw)
-    return _RawHead(**{k: msgspec.Raw(found[k]) for k in ("id", "type", "started_at") if k in found})
+    return _RawHead(
+        **{k: msgspec.Raw(found[k]) for k in ("id", "type", "started_at") if k in found}
+    )
 
 
 def _split(body: bytes) -> list[bytes]:

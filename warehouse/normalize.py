@@ -100,9 +100,7 @@ def _cost_fit(token: str) -> tuple[str, str | None]:
     return format(exact, "f"), None
 
 
-def _exact_costs(
-    records: pl.Series, decoded: pl.Series
-) -> tuple[pl.Series, pl.Series, pl.Series]:
+def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
     """(cost text to cast, top-level cost is a JSON string, why the cost does not fit
     Decimal(18,6) exactly) per record.
 

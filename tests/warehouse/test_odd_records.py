@@ -177,7 +177,7 @@ def test_one_odd_record_is_quarantined_with_its_bytes_and_its_day_lands(
         raw = dict(con.execute("select id, record from raw_cdrs where date = ?", [day]).fetchall())
     # The record is in quarantine, with a reason and its exact bytes; the rest of the day lands.
     assert [(i, t) for i, t, _, _ in quarantine] == [(target, "call")]
-    (_, _, got_reason, record), = quarantine
+    ((_, _, got_reason, record),) = quarantine
     assert reason in got_reason
     assert _exact_bytes(record) == sent
     assert _exact_bytes(raw[target]) == sent
@@ -220,8 +220,12 @@ def _cost_rewrites(ids: list[str]) -> dict[str, Rewrite]:
     rewrites = {i: cycle[n % len(cycle)] for n, i in enumerate(ids)}
     fixed = [b"999999999999.999999", b"-0.000001", b"15e-4", b"1000000000000", b"0.6984004"]
     for i, token in zip(ids[1::7], fixed, strict=False):
-        rewrites[i] = lambda r, token=token: with_cost(r, token)
+        rewrites[i] = _cost_of(token)
     return rewrites
+
+
+def _cost_of(token: bytes) -> Rewrite:
+    return lambda r: with_cost(r, token)
 
 
 def _sums(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], Decimal]:

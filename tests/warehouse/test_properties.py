@@ -53,6 +53,8 @@ def fits(token: str) -> bool:
     """Whether Decimal(18, 6) holds the cost token exactly (else it is quarantined)."""
     value = Decimal(token)
     return value == value.quantize(SIX) and abs(value) <= MAX_COST
+
+
 SPECS: dict[str, TableSpec] = {
     CDRS.name: CDRS,
     CDR_QUARANTINE.name: CDR_QUARANTINE,
@@ -397,9 +399,7 @@ def test_every_record_lands_once_with_exact_types_and_costs(
             )
         # Costs to the last digit, in cdrs and in every per-type table.
         expected = {
-            i: None if r.cost is None else Decimal(r.cost)
-            for i, r in latest.items()
-            if r.valid
+            i: None if r.cost is None else Decimal(r.cost) for i, r in latest.items() if r.valid
         }
         for frame in (tables.cdrs, *per_type.values()):
             got = dict(zip(frame["id"].to_list(), frame["cost"].to_list(), strict=True))
@@ -437,7 +437,9 @@ def test_costs_survive_to_the_last_digit(tokens: list[str | None]) -> None:
     page = ('{"cdrs":[' + ",".join(recs) + "]}").encode()
     exact = [t is None or fits(t) for t in tokens]
     for tables in both_paths([page]):
-        want = [None if t is None else Decimal(t) for t, ok in zip(tokens, exact) if ok]
+        want = [
+            None if t is None else Decimal(t) for t, ok in zip(tokens, exact, strict=True) if ok
+        ]
         assert tables.cdrs["cost"].to_list() == want
         assert tables.cdr_sms["cost"].to_list() == want
         # A cost that does not fit exactly is quarantined, never rounded.

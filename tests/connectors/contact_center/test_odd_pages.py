@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from connectors.contact_center import CdrPage, InvalidBodyError
-from tests.support.oddserver import CDRS_PATH, RewritingApp, Scope, Receive, Send, record_id
+from tests.support.oddserver import CDRS_PATH, Receive, RewritingApp, Scope, Send, record_id
 
 from .conftest import day, make_client, make_sandbox
 
@@ -35,9 +35,7 @@ def _deep(record: bytes) -> bytes:
     return record[:-1] + b',"nested":' + b"[" * DEEP + b"]" * DEEP + b"}"
 
 
-def test_a_page_refused_twice_the_same_is_read_tolerantly_and_a_cut_one_is_still_retried() -> (
-    None
-):
+def test_a_page_refused_twice_the_same_is_read_tolerantly_and_a_cut_one_is_still_retried() -> None:
     sandbox = make_sandbox(cdrs_per_day=120, days=1)
     start, end = day(0)
     targets: dict[str, bytes] = {}
