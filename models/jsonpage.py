@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 # Whitespace | a string (any bytes but an unescaped quote) | punctuation | any other run (a
 # scalar as written). A string uses the unrolled form, linear even for a 40 MB value.
-_TOKEN = re.compile(rb'(\s+)|("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\]:,])|([^\s{}\[\]:,"]+)', re.DOTALL)
-_WHITESPACE = 1
+_TOKEN = re.compile(rb'\s+|"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.DOTALL)
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
 _OPEN = {b"{": b"}", b"[": b"]"}
 _PUNCT = frozenset((b"{", b"}", b"[", b"]", b":", b","))
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -39,16 +39,11 @@ class PageSyntaxError(ValueError):
 def tokens(text: bytes) -> list[bytes]:
     """The JSON tokens of `text` as written, whitespace dropped; a gap is a PageSyntaxError
     (an unterminated string, typically: the body was cut)."""
-    out: list[bytes] = []
-    pos = 0
-    for match in _TOKEN.finditer(text):
-        if match.start() != pos:
-            break
-        pos = match.end()
-        if match.lastindex != _WHITESPACE:
-            out.append(match.group())
-    if pos != len(text):
-        raise PageSyntaxError(f"not JSON at byte {pos} (an unterminated string?)")
+    found: list[bytes] = _TOKEN.findall(text)
+    # findall skips what no alternative matches: the tokens cover every byte, or there was a gap.
+    if sum(map(len, found)) != len(text):
+        raise PageSyntaxError("not JSON (an unterminated string, a cut body?)")
+    out = [tok for tok in found if tok[0] not in _SPACE]
     if not out:
         raise PageSyntaxError("the body is empty")
     return out

@@ -42,6 +42,8 @@ from tests.support.oddserver import (
 )
 from tests.support.sandboxes import make_sandbox
 from tests.support.served import ServedSandbox
+from warehouse.lake import Lake
+from warehouse.normalize import normalize
 
 CDRS_PER_DAY = 40
 DEEP = 3000
@@ -186,6 +188,10 @@ def test_one_odd_record_is_quarantined_with_its_bytes_and_its_day_lands(
     # The day's checks say so.
     assert line.checks_failed
     assert all("quarantine" in check for check in line.checks_failed), line.checks_failed
+    # Normalizing the day again from the lake's raw_cdrs quarantines it the same way.
+    again = normalize(Lake((tmp_path / "lake").as_uri()).read("raw_cdrs", f"date={day}"))
+    assert again.quarantine.select("id", "reason").rows() == [(target, got_reason)]
+    assert again.quarantine["record"].to_list() == [record]
     # Bounded: the odd record's page was asked for `page_requests` times, every other page once.
     assert odd_api.app.served[target] == page_requests
     assert max(odd_api.app.pages.values()) == page_requests
