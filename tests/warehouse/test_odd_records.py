@@ -189,7 +189,9 @@ def test_one_odd_record_is_quarantined_with_its_bytes_and_its_day_lands(
     assert line.checks_failed
     assert all("quarantine" in check for check in line.checks_failed), line.checks_failed
     # Normalizing the day again from the lake's raw_cdrs quarantines it the same way.
-    again = normalize(Lake((tmp_path / "lake").as_uri()).read("raw_cdrs", f"date={day}"))
+    raw_rows = Lake((tmp_path / "lake").as_uri()).read("raw_cdrs", f"date={day}")
+    assert raw_rows is not None
+    again = normalize(raw_rows)
     assert again.quarantine.select("id", "reason").rows() == [(target, got_reason)]
     assert again.quarantine["record"].to_list() == [record]
     # Bounded: the odd record's page was asked for `page_requests` times, every other page once.
