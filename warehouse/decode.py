@@ -6,7 +6,8 @@
 * `decode_page_typed(body)` adds `r`: each record decoded once (`str.json_decode`) into a struct
   of the spec's fields whose leaves are all *strings*, so a scalar of the wrong type never fails
   the whole page: it fails its own cast later, and the record goes to quarantine with a reason.
-  `struct_reason` says why a record whose *structure* is off could not be decoded.
+  `struct_reason` says why a record could not be decoded (its structure, or a value no decoder
+  reads).
 * `with_decoded(raw)` does the same for `raw_cdrs` rows read back from the lake.
 
 One odd record never stops a page: a page msgspec cannot split (a 3,000-deep array, `NaN`) is

@@ -130,10 +130,9 @@ def _split_fast(body: bytes, list_key: str) -> tuple[list[bytes], bytes | None]:
     found = _MEMBERS.decode(body)
     if list_key not in found:
         raise ValueError(f"no {list_key!r} array")
+    records = [bytes(r) for r in _ELEMENTS.decode(found[list_key])]
     meta = found.get("metadata")
-    return [bytes(r) for r in _ELEMENTS.decode(found[list_key])], None if meta is None else bytes(
-        meta
-    )
+    return records, None if meta is None else bytes(meta)
 
 
 @dataclass(frozen=True)
