@@ -181,10 +181,10 @@ def api_environ(env: Mapping[str, str]) -> Iterator[None]:
 
 def _set_environ(values: Mapping[str, str | None]) -> None:
     for name, value in values.items():
-        if value:
-            os.environ[name] = value
-        else:
+        if value is None:
             os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def start_date_from_env(env: Mapping[str, str]) -> date:

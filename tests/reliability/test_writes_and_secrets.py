@@ -18,7 +18,11 @@ import dagster as dg
 import pytest
 
 from connectors.contact_center import ContactCenterClient
-from connectors.contact_center.errors import ContactCenterError, RetriableAPIError
+from connectors.contact_center.errors import (
+    ContactCenterError,
+    ResponseShapeError,
+    RetriableAPIError,
+)
 from connectors.sandbox import FaultConfig
 from models.resources import SendSms, StartCall
 from pipelines.cli import run_ingest
@@ -147,6 +151,7 @@ def test_the_api_key_is_in_no_store_after_ingests_through_echoing_errors(
     assert "billing.balance.read" in ingest.output  # the snapshot run failed too (403)
     assert {500, 422, 401} <= set(echoed.stub.answered)
     assert len(ingest.logs) > 50, "the logs were really captured"
+    assert os.environ.get("CC_API_KEY") != SECRET_KEY, "the CLI restores the environment"
 
     search = SecretSearch(SECRET_KEY)
     search.path(echoed.home, "DAGSTER_HOME")
@@ -176,10 +181,10 @@ def test_errors_echoing_the_key_carry_no_piece_of_it(served: ServedSandbox) -> N
         unauthorized=(SKILLS_PATH,),
     )
     texts: list[str] = []
+    errors: list[ContactCenterError] = []
 
-    async def calls(base_url: str) -> list[ContactCenterError]:
+    async def calls(base_url: str) -> None:
         settings = served.resource(SECRET_KEY, base_url=base_url, max_attempts=1).settings()
-        errors: list[ContactCenterError] = []
         async with ContactCenterClient(settings) as client:
             texts.append(repr(client))
             for call in (
@@ -191,14 +196,17 @@ def test_errors_echoing_the_key_carry_no_piece_of_it(served: ServedSandbox) -> N
                     await call()
                 except ContactCenterError as exc:
                     errors.append(exc)
-        return errors
+            # Whatever leaves the client's block leaves without the key, the caller's own too.
+            raise ResponseShapeError(f"field {SECRET_KEY}: not a number")
 
-    with serve_app(stub) as base_url:
-        errors = asyncio.run(calls(base_url))
+    with serve_app(stub) as base_url, pytest.raises(ResponseShapeError) as left:
+        asyncio.run(calls(base_url))
+    errors.append(left.value)
     assert [type(e).__name__ for e in errors] == [
         "ServerError",
         "AuthenticationError",
         "ValidationFailedError",
+        "ResponseShapeError",
     ]
     assert errors[2].errors, "the field errors are kept"  # type: ignore[attr-defined]
     for exc in errors:
@@ -213,6 +221,7 @@ def test_errors_echoing_the_key_carry_no_piece_of_it(served: ServedSandbox) -> N
     assert not leaked, leaked[:3]
     assert "***" in str(errors[0])
     assert "***" in str(errors[2])
+    assert str(errors[3]) == "field ***: not a number"
 
 
 async def _first_page(client: ContactCenterClient, day: date) -> None:
