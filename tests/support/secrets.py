@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import json
 import re
 import sqlite3
 import zipfile
@@ -65,7 +66,9 @@ class SecretSearch:
     def __post_init__(self) -> None:
         if len(self.secret) < 8:
             raise ValueError("a secret this short would be found by chance")
-        self._needles = {self.secret.encode(), self.secret.encode("utf-16-le")}
+        # As text, as JSON writes it (non-ASCII escaped) and as UTF-16.
+        escaped = json.dumps(self.secret)[1:-1].encode()
+        self._needles = {self.secret.encode(), escaped, self.secret.encode("utf-16-le")}
 
     # --- results ------------------------------------------------------------------------------
 
