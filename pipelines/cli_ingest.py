@@ -72,7 +72,12 @@ def cmd_ingest(
 
     try:
         # Importing the code location reads the environment: a bad value stops it here.
-        from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+        from pipelines.definitions import (
+            api_environ,
+            build_defs,
+            resources_from_env,
+            start_date_from_env,
+        )
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     from pipelines.partitions import partition_keys
@@ -88,12 +93,14 @@ def cmd_ingest(
     try:
         # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
         first_day = min(start_date_from_env(env), start)
-        contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+        contact_center, warehouse = resources_from_env(env, first_day)
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     # A lake holding another source's data is refused here, before any run or write.
     try:
-        wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)
+        with api_environ(env):  # the key is passed by reference: EnvVar("CC_API_KEY")
+            resolved = contact_center.process_config_and_initialize()
+        wanted = resolved.source_id  # validates the settings too (e.g. HTTPS required)
     except dg.Failure as exc:
         raise CliError(exc.description or "invalid Contact Center API settings") from None
     try:
@@ -118,7 +125,7 @@ def cmd_ingest(
         file=out,
         flush=True,
     )
-    with _instance(env) as instance:
+    with _instance(env) as instance, api_environ(env):
         ensure_pool(instance)
         report = run_ingest(
             defs,

@@ -108,6 +108,7 @@ def run_ingest(
 ) -> IngestReport:
     """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
+    from pipelines.resources import ContactCenterResource
     from pipelines.sensors import (
         failure_summary,
         source_not_configured,
@@ -115,6 +116,10 @@ def run_ingest(
         write_failure_summary,
     )
 
+    api = (defs.resources or {}).get("contact_center")
+    if isinstance(api, ContactCenterResource) and api.key_by_value and not instance.is_ephemeral:
+        # Each run would save the key in the instance's storage (its job snapshot).
+        raise ValueError("pass the API key as dg.EnvVar('CC_API_KEY'), not as a value")
     run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
     report = IngestReport()
     out = out or sys.stdout
