@@ -290,6 +290,12 @@ class MotoS3:
         )
 
 
+def _forget_s3_clients() -> None:
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
 @contextlib.contextmanager
 def start_moto(workdir: Path) -> Iterator[MotoS3]:
     moto_server = Path(sys.executable).parent / "moto_server"
@@ -305,6 +311,9 @@ def start_moto(workdir: Path) -> Iterator[MotoS3]:
             start_new_session=True,
         )
     reaper = _reaper(f"kill -TERM -{proc.pid}")  # dash: a negative pid is the group
+    # fsspec caches S3 filesystems per process by their options, not by AWS_ENDPOINT_URL: a
+    # client cached against an earlier module's (stopped) server would be reused.
+    _forget_s3_clients()
     try:
         deadline = time.monotonic() + _STARTUP_TIMEOUT_S
         while True:
@@ -318,6 +327,7 @@ def start_moto(workdir: Path) -> Iterator[MotoS3]:
             time.sleep(0.2)
         yield s3
     finally:
+        _forget_s3_clients()
         _stop_reaper(reaper)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
