@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +107,13 @@ def run_ingest(
     out: TextIO | None = None,
     on_run: Callable[[RunLine], None] | None = None,
 ) -> IngestReport:
-    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
+    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure.
+
+    Raises `pipelines.preflight.SetupError` (one line, the failure file named) when a run meets
+    a setup error (a step failed with error class `SetupError`: a full disk, a missing bucket,
+    refused credentials) or its instance database stops answering."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
+    from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
     from pipelines.sensors import (
         failure_summary,
         source_not_configured,
@@ -125,18 +131,43 @@ def run_ingest(
     plan += [(k, CDR_JOB, k) for k in keys]
     for label, job_name, partition in plan:
         begun = time.perf_counter()
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            run_config=dict(run_config),
-            instance=instance,
-            partition_key=partition,
-            raise_on_error=False,
-        )
-        line = _summarize(label, result, time.perf_counter() - begun)
+        run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
+        try:
+            result = defs.resolve_job_def(job_name).execute_in_process(
+                run_config=dict(run_config),
+                instance=instance,
+                partition_key=partition,
+                raise_on_error=False,
+                run_id=run_id,
+            )
+            line = _summarize(label, result, time.perf_counter() - begun)
+            run = instance.get_run_by_id(result.run_id) if not result.success else None
+        except Exception as exc:
+            problem = storage_problem(exc, state="stopped answering during a run")
+            if problem is None:
+                raise
+            where = f"the run of {label} ({run_id})"
+            written = write_failure(
+                data_dir, run_id, job_name, partition, problem, None, recorded=False
+            )
+            details = f"; details: {written}" if written else ""
+            raise SetupError(
+                f"{problem}; {where} is not recorded as ended (the next cdrhouse ingest marks "
+                f"it FAILED){details}"
+            ) from None
         if not result.success:
-            run = instance.get_run_by_id(result.run_id)
             assert run is not None
             failures = [e for e in result.all_events if e.is_step_failure]
             summary = failure_summary(run, failures)
+            setup = [s for s in summary["failed_steps"] if s["error_class"] == SETUP_ERROR]
+            if setup:
+                # No retry fixes it, and the next day would meet it too: one line, exit 2.
+                try:
+                    written = write_failure_summary(data_dir, summary)
+                except OSError:  # the full disk may be this very one
+                    written = None
+                details = f"; details: {written}" if written else ""
+                raise SetupError(f"{label}: {setup[0]['message']}{details}")
             line.failure = summary_line(summary)
             # Like the sensor: with no source configured nothing is written, not even this.
             if not source_not_configured(summary):

@@ -1,4 +1,4 @@
-"""A full disk is a setup error: one line, exit 2 within 10 s, never retried as if the network blinked.
+"""A full disk is a setup error: one line, exit 2 within 10 s, never retried as a network error.
 
 On a real small filesystem (a tmpfs of 1 MiB mounted for the test; mounting needs root, which
 CI has): full before the run (the preflight's write probe meets ENOSPC), and filling up during
@@ -66,11 +66,10 @@ def _fill(path: Path, leave: int) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         size = 0
-        try:
+        with pytest.raises(OSError) as full:  # noqa: PT012 - the loop ends only this way
             while True:
                 size += os.write(fd, block)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC, exc
+        assert full.value.errno == errno.ENOSPC, full.value
         os.ftruncate(fd, max(0, size - leave))
     finally:
         os.close(fd)

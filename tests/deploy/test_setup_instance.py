@@ -53,7 +53,8 @@ class StoppablePostgres:
         self.pg = pg
 
     def stop(self) -> None:
-        _pg_run(self.pg.bin_dir, self.pg.run_as, ["pg_ctl", "-D", str(self.pg.data_dir), "-m", "fast", "-w", "stop"])  # fmt: skip
+        args = ["pg_ctl", "-D", str(self.pg.data_dir), "-m", "fast", "-w", "stop"]
+        _pg_run(self.pg.bin_dir, self.pg.run_as, args)
 
     def start(self) -> None:
         opts = f"-k {self.pg.root} -h 127.0.0.1 -p {self.pg.port} -c fsync=off"

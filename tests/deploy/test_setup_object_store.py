@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,16 @@ import httpx
 import pytest
 
 from tests.deploy._services import AWS_TEST_ENV, start_moto
-from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
+from tests.support.cli import (
+    SETUP_ERROR_LIMIT_S,
+    CliRun,
+    assert_one_line_setup_error,
+    clean_env,
+    run_cdrhouse,
+    tree,
+)
 from tests.support.clock import SessionClock
+from warehouse.stores import ObjectStore
 
 BUCKET = "acme-cdr-lake"
 ALLOW_S3 = {
@@ -88,7 +97,13 @@ def auth_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthS3]:
         yield s3
 
 
-def _ingest(clock: SessionClock, workdir: Path, aws_env: dict[str, str], lake_uri: str) -> Any:
+def _ingest(
+    clock: SessionClock,
+    workdir: Path,
+    aws_env: dict[str, str],
+    lake_uri: str,
+    limit_s: float = SETUP_ERROR_LIMIT_S,
+) -> CliRun:
     day = clock.days_ago(2)
     env = clean_env(
         CC_API_BASE_URL="sandbox",
@@ -101,8 +116,8 @@ def _ingest(clock: SessionClock, workdir: Path, aws_env: dict[str, str], lake_ur
         AWS_EC2_METADATA_DISABLED="true",
         **aws_env,
     )
-    argv = ["ingest", "--start", day.isoformat(), "--end", str(day.fromordinal(day.toordinal() + 1))]
-    return run_cdrhouse(argv, env)
+    argv = ["ingest", "--start", str(day), "--end", str(day + timedelta(1)), "--no-snapshots"]
+    return run_cdrhouse(argv, env, limit_s)
 
 
 def test_missing_bucket_is_named_in_one_line(
@@ -113,6 +128,17 @@ def test_missing_bucket_is_named_in_one_line(
     assert auth_s3.buckets() == [BUCKET]  # nothing created
     assert auth_s3.keys() == []
     assert tree(tmp_path) == []  # no warehouse.duckdb, no spool file, no failure file
+
+
+def test_the_probe_passes_valid_credentials_and_leaves_nothing(
+    auth_s3: AuthS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: with the right key and bucket the same probe (list, write, delete a temp
+    key, under enforced authentication) passes, and the bucket is as empty as before."""
+    for name, value in auth_s3.env().items():
+        monkeypatch.setenv(name, value)
+    ObjectStore(f"s3://{BUCKET}/lake").probe()
+    assert auth_s3.keys() == []
 
 
 @pytest.mark.parametrize(

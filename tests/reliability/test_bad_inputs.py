@@ -136,7 +136,7 @@ def test_setup_mistake_exits_2_at_once_in_one_line(
     run = run_cdrhouse(["ingest", "--start", start, "--end", end, "--no-snapshots"], env)
     line = assert_one_line_setup_error(run, *needles)
     if case == "base-url-no-scheme":
-        assert "did you mean" not in line
+        assert "did you mean `sandbox`" not in line
     assert tree(tmp_path) == []  # no lake, no warehouse.duckdb, no failure file
     LEDGER.bad_inputs.add(case)
 
