@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from pipelines.cli_runs import ensure_pool, run_ingest
 from pipelines.preflight import (
     SetupError,
+    probe_instance_database,
     probe_lake,
     source_problem,
     start_date_problem,
@@ -99,6 +100,8 @@ def cmd_ingest(
     try:
         # Can the lake be written now (the bucket, the credentials, the disk)? Writes nothing.
         probe_lake(env.get("CDRHOUSE_LAKE_URI") or (data_dir / "lake").as_uri(), data_dir)
+        # And can the instance's database (PostgreSQL) be reached, with a timeout?
+        probe_instance_database(env, data_dir)
     except SetupError as exc:
         raise CliError(str(exc)) from None
     import dagster as dg
@@ -111,7 +114,7 @@ def cmd_ingest(
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     from pipelines.partitions import partition_keys
-    from pipelines.preflight import fail_fast_storage, open_instance
+    from pipelines.preflight import fail_fast_storage, open_instance, uses_postgres
     from pipelines.resources import is_sandbox
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
@@ -145,7 +148,10 @@ def cmd_ingest(
         else env["CC_API_BASE_URL"]
     )
     try:
-        with fail_fast_storage(), open_instance(env, data_dir, ensure_pool) as instance:
+        with (
+            fail_fast_storage(uses_postgres(env)),
+            open_instance(env, data_dir, ensure_pool) as instance,
+        ):
             print(
                 f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} "
                 f"into {data_dir}",

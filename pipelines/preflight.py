@@ -44,6 +44,7 @@ FAILURES_DIR = "failures"
 # failures/unrecorded/<run_id>: runs the instance could not be told had ended.
 UNRECORDED_DIR = "unrecorded"
 _OPEN_STATUSES = ("NOT_STARTED", "STARTING", "STARTED")
+PROBE_TIMEOUT_S = 5.0
 
 F = TypeVar("F", bound=Callable[..., Iterator[Any]])
 
@@ -292,8 +293,128 @@ class _QuietOnceLost:
         return getattr(self._stream, name)
 
 
+def probe_instance_database(
+    env: Mapping[str, str], data_dir: Path, timeout_s: float = PROBE_TIMEOUT_S
+) -> None:
+    """If `$DAGSTER_HOME/dagster.yaml` keeps the instance in PostgreSQL, connect to it once,
+    with a connect timeout, and disconnect: raises `SetupError` (after writing the failure
+    file) when it is stopped, unreachable or refuses the login. Runs before Dagster is
+    imported, so it answers in about a second; and Dagster's own connection has no timeout, so
+    a database host that drops packets would hang it for minutes. A storage this does not
+    recognize is left to `open_instance`."""
+    settings = _postgres_settings(env)
+    if settings is None:
+        return
+    try:
+        import psycopg2
+    except ImportError:
+        return
+    secret = ""
+    if isinstance(settings, str):
+        problem = settings
+    else:
+        args, kwargs = settings
+        secret = str(kwargs.get("password") or "")
+        try:
+            psycopg2.connect(*args, connect_timeout=max(1, round(timeout_s)), **kwargs).close()
+        except psycopg2.Error as exc:
+            problem = str(storage_problem(exc))
+        else:
+            return
+    if secret:
+        problem = problem.replace(secret, "<redacted>")
+    path = write_failure(data_dir, None, None, None, problem, "preflight")
+    raise SetupError(problem + (f"; details: {path}" if path else ""))
+
+
+_PG_KEYS = {"username": "user", "password": "password", "hostname": "host", "db_name": "dbname"}
+
+
+def _postgres_settings(
+    env: Mapping[str, str],
+) -> tuple[tuple[str, ...], dict[str, Any]] | str | None:
+    """psycopg2.connect's arguments for the instance's PostgreSQL storage, a one-line problem
+    (a variable the file reads is not set), or None (not PostgreSQL, or not understood)."""
+    home = env.get("DAGSTER_HOME")
+    if not home:
+        return None
+    try:
+        import yaml
+
+        document = yaml.safe_load((Path(home) / "dagster.yaml").read_text())
+    except (ImportError, OSError):
+        return None
+    except Exception:
+        return None
+    config = _find_postgres(document)
+    if config is None:
+        return None
+    try:
+        if "postgres_url" in config:
+            url = re.sub(
+                r"^postgres(?:ql)?\+\w+://",
+                "postgresql://",
+                _env_value(config["postgres_url"], env),
+            )
+            return (url,), {}
+        db = config["postgres_db"]
+        kwargs: dict[str, Any] = {
+            name: _env_value(db[key], env) for key, name in _PG_KEYS.items() if key in db
+        }
+        kwargs["port"] = int(_env_value(db.get("port", 5432), env))
+        params = db.get("params") or {}
+        kwargs.update({str(k): _env_value(v, env) for k, v in params.items()})
+    except _Unset as unset:
+        return (
+            f"{unset} is not set, and $DAGSTER_HOME/dagster.yaml reads it for the instance's "
+            "PostgreSQL database: set it (with DAGSTER_PG_HOST, DAGSTER_PG_PORT, "
+            "DAGSTER_PG_USERNAME, DAGSTER_PG_PASSWORD, DAGSTER_PG_DB)"
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return (), kwargs
+
+
+class _Unset(Exception):
+    """An `{env: NAME}` value whose variable is not set (message: NAME)."""
+
+
+def _env_value(value: Any, env: Mapping[str, str]) -> str:
+    if isinstance(value, dict) and set(value) == {"env"}:
+        name = str(value["env"])
+        if not env.get(name):
+            raise _Unset(name)
+        return env[name]
+    return str(value)
+
+
+def _find_postgres(node: Any) -> dict[str, Any] | None:
+    """The first mapping holding `postgres_url` or `postgres_db` (`storage: postgres:`, or the
+    older `run_storage: config:` form)."""
+    if isinstance(node, dict):
+        if "postgres_url" in node or "postgres_db" in node:
+            return node
+        for child in node.values():
+            found = _find_postgres(child)
+            if found is not None:
+                return found
+    return None
+
+
+def uses_postgres(env: Mapping[str, str]) -> bool:
+    """Whether `$DAGSTER_HOME/dagster.yaml` configures a PostgreSQL storage (read as text:
+    Dagster is not needed to tell)."""
+    home = env.get("DAGSTER_HOME")
+    if not home:
+        return False
+    try:
+        return "postgres" in (Path(home) / "dagster.yaml").read_text().lower()
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def fail_fast_storage() -> Iterator[_StorageWatch]:
+def fail_fast_storage(postgres: bool = True) -> Iterator[_StorageWatch]:
     """Within: each instance-database call is tried once, not retried.
 
     dagster-postgres retries every failed connection 5 times with backoff (about 6 s), and a
@@ -304,9 +425,10 @@ def fail_fast_storage() -> Iterator[_StorageWatch]:
     watch = _StorageWatch()
     retry = None
     with contextlib.suppress(ImportError):
-        from dagster_postgres import utils
+        if postgres:  # importing dagster-postgres (SQLAlchemy, alembic) costs a second
+            from dagster_postgres import utils
 
-        retry = utils.retry_pg_connection_fn
+            retry = utils.retry_pg_connection_fn
     saved = retry.__defaults__ if retry is not None else None
     root = logging.getLogger()
     root.addFilter(watch)

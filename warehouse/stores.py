@@ -44,7 +44,7 @@ S3_SCHEMES = ("s3", "s3a")
 # Where partitions bound for an object store are spooled (the pod's own throwaway disk).
 SPOOL_DIR = "cdrhouse-spool"
 # What the write probe writes (and removes): enough to meet a full disk, too little to matter.
-PROBE_BYTES = 64 * 1024
+PROBE_BYTES = 16 * 1024
 PROBE_TIMEOUT_S = 5.0
 # Errors of a disk that has no room left (or a file size or quota limit): no retry helps.
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
@@ -129,7 +129,7 @@ def disk_full(exc: BaseException) -> OSError | None:
 
 
 def disk_full_message(where: Path | str, error: OSError) -> str:
-    strerror = error.strerror or os.strerror(error.errno or errno.ENOSPC)
+    strerror = os.strerror(error.errno or errno.ENOSPC)  # pyarrow's strerror is a paragraph
     return (
         f"{strerror} on the disk holding {where}: free space there (or point "
         "CDRHOUSE_DATA_DIR / CDRHOUSE_LAKE_URI, or TMPDIR for an object-store lake's spool, "

@@ -14,6 +14,7 @@ import errno
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +28,9 @@ from tests.support.cli import (
     SETUP_ERROR_LIMIT_S,
     assert_one_line_setup_error,
     clean_env,
+    finish,
     run_cdrhouse,
+    start_cdrhouse,
     tree,
 )
 from tests.support.clock import SessionClock
@@ -96,10 +99,16 @@ def test_full_disk_fails_before_any_run(clock: SessionClock) -> None:
 
 
 def test_disk_filling_up_during_the_run_is_not_retried(clock: SessionClock) -> None:
+    """The disk fills during the run: 10 s from the start of the runs (the header line) to
+    the exit, since the fault comes only then (the old code retried for 280-350 s)."""
     # Room for the preflight's probe, not for the day's partitions.
-    with small_filesystem(free_bytes=160 * 1024) as fs:
+    with small_filesystem(free_bytes=48 * 1024) as fs:
         data_dir = fs / "data"
-        run = run_cdrhouse(_argv(clock), _env(data_dir, 3000))
+        proc = start_cdrhouse(_argv(clock), _env(data_dir, 600))
+        assert proc.stdout is not None
+        header = proc.stdout.readline()  # printed once every check passed, before the runs
+        assert header.startswith("cdrhouse ingest: 1 day(s)"), header + proc.communicate()[1]
+        run = finish(proc, time.monotonic(), since="its runs started")
         text = run.stdout + run.stderr
         assert "Traceback" not in text, str(run)
         assert run.code == 2, str(run)
@@ -118,11 +127,11 @@ def test_a_step_meeting_a_full_disk_is_not_retried_by_its_retry_policy(
     clock: SessionClock,
 ) -> None:
     day = clock.days_ago(2)
-    with small_filesystem(free_bytes=96 * 1024) as fs:
+    with small_filesystem(free_bytes=48 * 1024) as fs:
         defs = build_defs(
             contact_center=ContactCenterResource(
                 base_url="sandbox",
-                sandbox_cdrs_per_day=3000,
+                sandbox_cdrs_per_day=600,
                 sandbox_start_date=str(day - timedelta(1)),
             ),
             warehouse=WarehouseResource(data_dir=str(fs / "data")),

@@ -191,8 +191,10 @@ def test_postgres_stopped_mid_run_fails_fast_and_leaves_no_open_run(
     open_runs = [r for r in running.runs(db) if r[1] in OPEN]
     assert [r for r, _ in open_runs] == [run_id]  # what a stopped database cannot be told
 
-    # The next ingest closes it, then does its work.
-    again = run_cdrhouse(argv, env, limit_s=240)
+    # The next ingest closes it, then does its work (one day, the API at full speed).
+    slow_api.sandbox.faults = FaultConfig()
+    argv = ["ingest", "--start", str(days[0]), "--end", str(days[0] + timedelta(1))]
+    again = run_cdrhouse([*argv, "--no-snapshots"], env, limit_s=240)
     assert again.code == 0, str(again)
     statuses = dict(running.runs(db))
     assert statuses[run_id] == "FAILURE"
