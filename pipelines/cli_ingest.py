@@ -62,15 +62,16 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
     """A variable whose value cannot work, told from its shape alone (no I/O, no Dagster):
     the source (CC_API_BASE_URL, then the key it needs) and CDRHOUSE_LAKE_URI. Never falls
     back to fake data, never half-starts."""
-    from warehouse.stores import lake_uri_problem
-
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
         return problem
     lake_uri = env.get("CDRHOUSE_LAKE_URI")
-    problem = lake_uri_problem(lake_uri) if lake_uri else None
-    if problem is not None:
-        return f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}"
+    if lake_uri:
+        from warehouse.stores import lake_uri_problem
+
+        problem = lake_uri_problem(lake_uri)
+        if problem is not None:
+            return f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}"
     first = env.get("CDRHOUSE_START_DATE")
     with contextlib.suppress(ValueError):  # not a date: the settings say so, in their words
         problem = start_date_problem(date.fromisoformat(first)) if first else None
