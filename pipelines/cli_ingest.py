@@ -170,6 +170,8 @@ def cmd_ingest(
             )
     except SetupError as exc:
         raise CliError(str(exc)) from None
+    if report.setup_error is not None:
+        raise CliError(report.setup_error)  # the views are left as they were
     if not warehouse.lake().is_local:
         warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
     if not report.success:

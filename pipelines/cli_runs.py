@@ -38,6 +38,9 @@ class RunLine:
     checks_total: int = 0
     retries: list[str] = field(default_factory=list)
     failure: str | None = None
+    # One line when the run met a setup error (a full disk, a missing bucket, refused
+    # credentials): no retry fixes it, so `cdrhouse ingest` says only that and exits 2.
+    setup_error: str | None = None
 
 
 @dataclass
@@ -47,6 +50,10 @@ class IngestReport:
     @property
     def success(self) -> bool:
         return all(r.success and not r.checks_failed for r in self.runs)
+
+    @property
+    def setup_error(self) -> str | None:
+        return next((r.setup_error for r in self.runs if r.setup_error), None)
 
 
 def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
@@ -109,9 +116,10 @@ def run_ingest(
 ) -> IngestReport:
     """Materialize each CDR partition (one run each), then the snapshots; stop at a failure.
 
-    Raises `pipelines.preflight.SetupError` (one line, the failure file named) when a run meets
-    a setup error (a step failed with error class `SetupError`: a full disk, a missing bucket,
-    refused credentials) or its instance database stops answering."""
+    A run that meets a setup error (a step failed with error class `SetupError`: a full disk, a
+    missing bucket, refused credentials) prints nothing and sets `RunLine.setup_error`, one
+    line naming the failure file. Raises `pipelines.preflight.SetupError` (one line) when the
+    instance database stops answering: the run cannot even be recorded as ended."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
     from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
     from pipelines.sensors import (
@@ -160,6 +168,7 @@ def run_ingest(
             failures = [e for e in result.all_events if e.is_step_failure]
             summary = failure_summary(run, failures)
             setup = [s for s in summary["failed_steps"] if s["error_class"] == SETUP_ERROR]
+            line.failure = summary_line(summary)
             if setup:
                 # No retry fixes it, and the next day would meet it too: one line, exit 2.
                 try:
@@ -167,8 +176,12 @@ def run_ingest(
                 except OSError:  # the full disk may be this very one
                     written = None
                 details = f"; details: {written}" if written else ""
-                raise SetupError(f"{label}: {setup[0]['message']}{details}")
-            line.failure = summary_line(summary)
+                line.failure += f"\n     {setup[0]['message']}{details}"
+                line.setup_error = f"{label}: {setup[0]['message']}{details}"
+                report.runs.append(line)
+                if on_run is not None:
+                    on_run(line)
+                break
             # Like the sensor: with no source configured nothing is written, not even this.
             if not source_not_configured(summary):
                 path = write_failure_summary(data_dir, summary)
