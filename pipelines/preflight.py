@@ -278,16 +278,17 @@ class _StorageWatch(logging.Filter):
         return True
 
 
-class _QuietOnceLost:
-    """stderr that goes quiet once the instance database is lost: Dagster then writes a line
-    per log call it could not store ("Exception while writing logger call to event log")."""
+class _WithoutLostLogWrites:
+    """stderr without Dagster's "Exception while writing logger call to event log" lines, one
+    per log call it could not store once the database is gone (the command says it once)."""
 
-    def __init__(self, stream: TextIO, watch: _StorageWatch) -> None:
+    _PREFIX = "Exception while writing logger call to event log"
+
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self._watch = watch
 
     def write(self, text: str) -> int:
-        return len(text) if self._watch.lost else self._stream.write(text)
+        return len(text) if text.startswith(self._PREFIX) else self._stream.write(text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -433,7 +434,7 @@ def fail_fast_storage(postgres: bool = True) -> Iterator[_StorageWatch]:
     root = logging.getLogger()
     root.addFilter(watch)
     stderr = sys.stderr
-    sys.stderr = _QuietOnceLost(stderr, watch)
+    sys.stderr = _WithoutLostLogWrites(stderr)
     try:
         if retry is not None and saved is not None:
             retry.__defaults__ = (0, *saved[1:])

@@ -469,7 +469,7 @@ class ObjectStore:
             fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
             step = "write to"
             fs.call_s3("put_object", Bucket=bucket, Key=key, Body=b"")
-            step = "delete from"
+            step = f"delete the probe object s3://{bucket}/{key} (left behind) from"
             fs.call_s3("delete_object", Bucket=bucket, Key=key)
         except Exception as exc:  # classified below, or reported as it is
             problem = _s3_problem(exc, where, during_run=False)

@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 
 from pipelines.definitions import CDR_JOB, build_defs
@@ -34,6 +35,7 @@ from tests.support.cli import (
     tree,
 )
 from tests.support.clock import SessionClock
+from warehouse.stores import setup_problem
 
 SIZE = "1m"
 FILLER = "filler"
@@ -154,3 +156,16 @@ def test_a_step_meeting_a_full_disk_is_not_retried_by_its_retry_policy(
         assert user is not None, failure.step_failure_data.error
         assert "No space left on device" in str(user.description)
         assert user.metadata["fatal"].value is True
+
+
+def test_duckdb_meeting_a_full_disk_is_a_setup_error() -> None:
+    """DuckDB says "No space left on device" in text only (no errno): still a setup error, so
+    a view refresh on a full disk is not retried either."""
+    with small_filesystem(free_bytes=0) as fs:
+        with pytest.raises(duckdb.Error) as info:  # noqa: PT012 - the write is what fails
+            con = duckdb.connect(str(fs / "warehouse.duckdb"))
+            con.execute("create table t as select range as r from range(100000)")
+            con.execute("checkpoint")
+        problem = setup_problem(info.value, str(fs))
+        assert problem is not None, info.value
+        assert problem.startswith(f"No space left on device on the disk holding {fs}")
