@@ -124,7 +124,12 @@ RAW_CDRS = TableSpec(
         _c("id", S, "CDR id as sent (null if missing)."),
         _c("type", S, "CDR type as sent."),
         _c("started_at_raw", S, "started_at exactly as sent."),
-        _c("record", S, "The full record as minified JSON; unknown fields included."),
+        _c(
+            "record",
+            S,
+            "The full record as minified JSON; unknown fields included. A record that is not "
+            "UTF-8 is `base64:` followed by its exact bytes in base64.",
+        ),
         DATE,
     ),
 )
@@ -252,7 +257,9 @@ CDR_HLR_LOOKUPS = TableSpec(
 
 CDR_QUARANTINE = TableSpec(
     name="cdr_quarantine",
-    description="CDRs with a wrong type (e.g. string cost, unparseable timestamp); kept whole.",
+    description="CDRs that cannot land as they are (e.g. a string cost, a cost Decimal(18,6) "
+    "would round, a number out of range, a negative duration, bytes that are not UTF-8); "
+    "kept whole, with the reason.",
     grain="one row per quarantined CDR id",
     primary_key=("id",),
     partition_key="date",
@@ -261,7 +268,7 @@ CDR_QUARANTINE = TableSpec(
         _c("type", S, "CDR type as sent."),
         _c("started_at_raw", S, "started_at as sent."),
         _c("reason", S, "Why the record was quarantined (; separated)."),
-        _c("record", S, "The full record JSON."),
+        _c("record", S, "The full record as `raw_cdrs.record` keeps it (exact bytes)."),
         DATE,
     ),
 )

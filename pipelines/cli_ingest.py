@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from pipelines.cli_runs import ensure_pool, run_ingest
 from pipelines.preflight import (
@@ -27,9 +27,6 @@ from pipelines.preflight import (
     start_date_problem,
     start_problem,
 )
-
-if TYPE_CHECKING:
-    pass
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -111,7 +108,12 @@ def cmd_ingest(
 
     try:
         # Importing the code location reads the environment: a bad value stops it here.
-        from pipelines.definitions import build_defs, resources_from_env, start_date_from_env
+        from pipelines.definitions import (
+            api_environ,
+            build_defs,
+            resources_from_env,
+            start_date_from_env,
+        )
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     from pipelines.partitions import partition_keys
@@ -124,12 +126,14 @@ def cmd_ingest(
     try:
         # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
         first_day = min(start_date_from_env(env), start)
-        contact_center, warehouse = resources_from_env(env, first_day, as_env_vars=False)
+        contact_center, warehouse = resources_from_env(env, first_day)
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     # A lake holding another source's data is refused here, before any run or write.
     try:
-        wanted = contact_center.source_id  # validates the settings too (e.g. HTTPS required)
+        with api_environ(env):  # the key is passed by reference: EnvVar("CC_API_KEY")
+            resolved = contact_center.process_config_and_initialize()
+        wanted = resolved.source_id  # validates the settings too (e.g. HTTPS required)
     except dg.Failure as exc:
         raise CliError(exc.description or "invalid Contact Center API settings") from None
     try:
@@ -152,6 +156,7 @@ def cmd_ingest(
         with (
             fail_fast_storage(uses_postgres(env)),
             open_instance(env, data_dir, ensure_pool) as instance,
+            api_environ(env),
         ):
             print(
                 f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} "

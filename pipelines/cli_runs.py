@@ -122,6 +122,7 @@ def run_ingest(
     instance database stops answering: the run cannot even be recorded as ended."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
     from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
+    from pipelines.resources import ContactCenterResource
     from pipelines.sensors import (
         failure_summary,
         source_not_configured,
@@ -129,6 +130,10 @@ def run_ingest(
         write_failure_summary,
     )
 
+    api = (defs.resources or {}).get("contact_center")
+    if isinstance(api, ContactCenterResource) and api.key_by_value and not instance.is_ephemeral:
+        # Each run would save the key in the instance's storage (its job snapshot).
+        raise ValueError("pass the API key as dg.EnvVar('CC_API_KEY'), not as a value")
     run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
     report = IngestReport()
     out = out or sys.stdout

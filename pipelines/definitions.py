@@ -4,11 +4,11 @@
 `dagster dev` loads, reads them from the environment. This module and the CLI are the only places
 that read environment variables:
 
-- `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s so the key never
-  appears in run config. `CC_API_BASE_URL=sandbox` selects the bundled sandbox, in-process (no
-  key needed). Unset, the location still loads (the UI can be browsed) but every step that
-  would call the API fails at once, without retries, saying what to set: a code location whose
-  secret failed to mount must not ingest fake data.
+- `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s (here and by the
+  CLI) so the key never appears in run config or in a job snapshot. `CC_API_BASE_URL=sandbox`
+  selects the bundled sandbox, in-process (no key needed). Unset, the location still loads (the
+  UI can be browsed) but every step that would call the API fails at once, without retries,
+  saying what to set: a code location whose secret failed to mount must not ingest fake data.
 - `CDRHOUSE_DATA_DIR` (default `./data`), `CDRHOUSE_LAKE_URI` (default `file://<data>/lake`).
 - `CDRHOUSE_START_DATE` (first daily partition), `CDRHOUSE_LOOKBACK_DAYS` (nightly lookback).
 - `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox (with `sandbox` only).
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import date
 
 import dagster as dg
@@ -45,6 +46,8 @@ from pipelines.sensors import failure_summary_sensor
 from pipelines.settings import settings_from_env
 
 CDR_JOB = "cdr_daily"
+BASE_URL_VAR = "CC_API_BASE_URL"
+API_KEY_VAR = "CC_API_KEY"
 # What each run's forkserver imports once for all its steps.
 PRELOAD_MODULES = (
     "dagster",
@@ -136,31 +139,52 @@ def step_executor() -> dg.ExecutorDefinition:
     )
 
 
-def _setting(name: str, env: Mapping[str, str], as_env_var: bool) -> str | dg.EnvVar | None:
+def _setting(name: str, env: Mapping[str, str]) -> dg.EnvVar | None:
     # An EnvVar of an unset variable fails at resource init, which would fail even runs that
     # call no API; None lets the resource fail only the API steps, with what to set.
-    if not env.get(name):
-        return None
-    return dg.EnvVar(name) if as_env_var else env[name]
+    return dg.EnvVar(name) if env.get(name) else None
 
 
 def resources_from_env(
-    env: Mapping[str, str], start_date: date, *, as_env_vars: bool = True
+    env: Mapping[str, str], start_date: date
 ) -> tuple[ContactCenterResource, WarehouseResource]:
     """The resources as configured by `env` (see the module docstring).
 
-    With `as_env_vars` (the code location) the API settings are `EnvVar`s, resolved in each
-    run process, so the key never enters config; the CLI passes its own mapping's values.
+    The API settings are `EnvVar`s, resolved from `os.environ` where a run starts (the CLI
+    puts its mapping's values there: `api_environ`): a plain key would be saved as a config
+    default in every run's job snapshot, in the run storage the UI serves.
     """
     settings = settings_from_env(env)
     contact_center = ContactCenterResource(
-        base_url=_setting("CC_API_BASE_URL", env, as_env_vars),
-        api_key=_setting("CC_API_KEY", env, as_env_vars),
+        base_url=_setting(BASE_URL_VAR, env),
+        api_key=_setting(API_KEY_VAR, env),
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
     )
     warehouse = WarehouseResource(data_dir=settings.data_dir, lake_uri=settings.lake_uri)
     return contact_center, warehouse
+
+
+@contextmanager
+def api_environ(env: Mapping[str, str]) -> Iterator[None]:
+    """`os.environ` holds `env`'s API variables (and not the others) meanwhile, so the
+    resources' `EnvVar`s resolve to what the caller passed; restored afterwards."""
+    names = (BASE_URL_VAR, API_KEY_VAR)
+    wanted = {name: env.get(name) for name in names}
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        _set_environ(wanted)
+        yield
+    finally:
+        _set_environ(saved)
+
+
+def _set_environ(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def start_date_from_env(env: Mapping[str, str]) -> date:

@@ -86,7 +86,9 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         "emulator; unset = not configured (API steps fail).",
     )
     api_key: str | None = Field(
-        default=None, description="Scoped v4 API key (from CC_API_KEY); not used by the sandbox."
+        default=None,
+        description="Scoped v4 API key, as dg.EnvVar('CC_API_KEY'): a plain value would be "
+        "saved in every run's job snapshot. Not used by the sandbox.",
     )
     page_size: int = Field(default=1000, description="CDR page size (max 1000).")
     concurrency: int = Field(default=8, description="Parallel CDR sub-windows per partition.")
@@ -103,6 +105,12 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def __repr__(self) -> str:
         # The default pydantic repr would print the key.
         return f"ContactCenterResource(base_url={self.base_url!r}, api_key=<redacted>)"
+
+    @property
+    def key_by_value(self) -> bool:
+        """The key was given as a value, not as an `EnvVar`: Dagster saves a resource's config
+        as defaults in the job snapshot of every run (run storage, served by the UI)."""
+        return self.api_key is not None and not isinstance(self.api_key, dg.EnvVar)
 
     @property
     def uses_sandbox(self) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    import duckdb
     import polars as pl
 
 # DuckDB, polars and the lake are imported by the commands that run, not here: `cdrhouse` builds
@@ -51,17 +52,30 @@ def _query_text(args: argparse.Namespace) -> str | None:
     return str(args.query) if args.query else None
 
 
-def run_query(data_dir: Path, query: str) -> pl.DataFrame | None:
-    """Run `query` read-only; None for a statement without a result set."""
+def run_query(
+    data_dir: Path, query: str, lake_uri: str | None = None, output: Path | None = None
+) -> pl.DataFrame | None:
+    """Run `query` if every statement in it only reads; the last one's rows (None: no rows).
+
+    Two layers: `read_statements` runs only statements that read (DuckDB's own parse), on a
+    connection where DuckDB itself reads nothing outside the lake and changes no setting
+    (`connect_analyst`). `output`, where the caller will write the rows, must be outside the
+    lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
     import duckdb
     import polars as pl
 
-    from warehouse.duck import connect, lake_moved
+    from warehouse.duck import connect_analyst, lake_moved
+    from warehouse.sqlguard import read_statements
 
     for attempt in range(2):
-        con = connect(data_dir, read_only=True)
+        con = connect_analyst(data_dir, lake_uri)
         try:
-            rel = con.sql(query)
+            if output is not None:
+                _check_output(con, Path(data_dir), output)
+            statements = read_statements(con, query)
+            for statement in statements[:-1]:
+                con.execute(statement).fetchall()
+            rel = con.sql(statements[-1])
             return None if rel is None else pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
         except duckdb.Error as exc:
             # A partition was swapped between DuckDB's glob and its read: run once more.
@@ -70,6 +84,29 @@ def run_query(data_dir: Path, query: str) -> pl.DataFrame | None:
         finally:
             con.close()
     return None
+
+
+def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) -> None:
+    """Refuse an `--output` inside the lake (the directories the connection may read) or onto
+    the warehouse file, wherever a symlink on the way points."""
+    from warehouse.duck import WAREHOUSE_FILE
+    from warehouse.sqlguard import RefusedQuery
+
+    target = output.resolve()
+    warehouse = (data_dir / WAREHOUSE_FILE).resolve()
+    if target.parent == warehouse.parent and target.name.startswith(WAREHOUSE_FILE):
+        raise RefusedQuery(f"--output {output} is the warehouse ({warehouse}); write elsewhere")
+    rows = con.execute(
+        "SELECT current_setting('allowed_directories'), current_setting('temp_directory')"
+    ).fetchall()
+    allowed, spill = rows[0] if rows else ([], "")
+    for lake_dir in allowed:
+        if "://" in lake_dir or Path(lake_dir) == Path(spill):
+            continue  # an object store is no local path; the spill dir is DuckDB's own
+        if target.is_relative_to(Path(lake_dir).resolve()):
+            raise RefusedQuery(
+                f"--output {output} is inside the lake ({lake_dir}); write elsewhere"
+            )
 
 
 def _cell(value: Any) -> str:
@@ -150,13 +187,17 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return _fail("--format parquet needs --output PATH")
     import duckdb  # after the argument checks: a usage error answers without loading DuckDB
 
+    from warehouse.sqlguard import RefusedQuery
+
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         return _fail(f"{problem}, or set CDRHOUSE_LAKE_URI")
     try:
-        df = run_query(Path(data_dir), query)
+        df = run_query(Path(data_dir), query, lake_uri, args.output)
+    except RefusedQuery as exc:
+        return _fail(str(exc))
     except duckdb.Error as exc:
-        return _fail(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return _fail(_one_line(exc))
     if df is None:
         print("OK")
         return 0
@@ -165,6 +206,19 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     return 0
+
+
+def _one_line(exc: Exception) -> str:
+    """DuckDB's first line; a file outside the lake or a locked setting says why."""
+    import duckdb
+
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, duckdb.PermissionException):
+        line += " (`cdrhouse sql` only reads the lake and the warehouse)"
+    elif "configuration has been locked" in line:
+        line += " (`cdrhouse sql` is read-only and its settings are fixed)"
+    return line
 
 
 # --- `cdrhouse lake` --------------------------------------------------------------------------

@@ -6,14 +6,23 @@
 * `decode_page_typed(body)` adds `r`: each record decoded once (`str.json_decode`) into a struct
   of the spec's fields whose leaves are all *strings*, so a scalar of the wrong type never fails
   the whole page: it fails its own cast later, and the record goes to quarantine with a reason.
-  `struct_reason` says why a record whose *structure* is off could not be decoded.
+  `struct_reason` says why a record could not be decoded (its structure, or a value no decoder
+  reads).
 * `with_decoded(raw)` does the same for `raw_cdrs` rows read back from the lake.
+
+One odd record never stops a page: a page msgspec cannot split (a 3,000-deep array, `NaN`) is
+split by `models.jsonpage`, byte for byte; a record that is not UTF-8 is kept as `base64:` and
+its exact bytes (`record_text`); a record polars cannot decode gets a reason naming why (not
+UTF-8, nested too deep, a number out of range or not a JSON number, at its path), and goes to
+quarantine with its bytes while the rest of its page lands.
 
 `warehouse.normalize` projects the typed tables from these columns.
 """
 
 from __future__ import annotations
 
+import base64
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +30,15 @@ import msgspec
 import polars as pl
 import simdjson
 
+from models.jsonpage import (
+    PageSyntaxError,
+    depth,
+    is_json_scalar,
+    record_members,
+    scalars,
+    split_page,
+    tokens,
+)
 from models.tables import RAW_CDRS
 
 S = pl.String()
@@ -129,6 +147,33 @@ class PageDecodeError(ValueError):
     """The page is not a JSON object with a `cdrs` array."""
 
 
+# A `record` that is not UTF-8 (no JSON text can hold it) is kept as this prefix and the base64
+# of its exact bytes; no JSON text starts with `b`, so the two never mix.
+BASE64_PREFIX = "base64:"
+NOT_UTF8 = "record is not valid UTF-8 (record holds base64: and its exact bytes)"
+STRUCTURE = "structure does not match the spec"
+# Past this depth a record that fails to decode is said to be too deep (the spec's CDR nests 4
+# levels; the decoders stop near 1,000).
+MAX_DEPTH = 64
+_MALFORMED = (msgspec.MsgspecError, ValueError, RecursionError)
+
+
+def record_text(raw: bytes) -> str:
+    """A record's bytes as the `record` column keeps them: the text, or `base64:` + the exact
+    bytes base64-encoded when they are not UTF-8."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return BASE64_PREFIX + base64.b64encode(raw).decode()
+
+
+def record_bytes(text: str) -> bytes:
+    """The exact bytes of a `record` value (the inverse of `record_text`)."""
+    if text.startswith(BASE64_PREFIX):
+        return base64.b64decode(text[len(BASE64_PREFIX) :])
+    return text.encode()
+
+
 # ---------------------------------------------------------------------------------------------
 # decode_page
 
@@ -166,16 +211,20 @@ def decode_page(body: bytes) -> pl.DataFrame:
     try:
         heads = _HEADS.decode(body).cdrs
         raws = _RAWS.decode(body).cdrs
-    except msgspec.MsgspecError:
+    except _MALFORMED:
         return _decode_page_general(body)
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
+        return _decode_page_general(body)
+    try:
+        record = pl.Series([bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
+    except pl.exceptions.ComputeError:  # a record that is not UTF-8
         return _decode_page_general(body)
     df = pl.DataFrame(
         {
             "id": pl.Series([h.id for h in heads], dtype=S),
             "type": pl.Series([h.type for h in heads], dtype=S),
             "started_at_raw": pl.Series([h.started_at for h in heads], dtype=S),
-            "record": pl.Series([bytes(r) for r in raws], dtype=pl.Binary()),
+            "record": record,
         }
     )
     return _with_date(df)
@@ -231,35 +280,58 @@ _RAW_HEAD = msgspec.json.Decoder(_RawHead)
 
 
 def _raw_text(raw: msgspec.Raw) -> str | None:
-    """A head field as text: a string decoded, any other value as its JSON text as written."""
+    """A head field as text: a string decoded, any other value as its JSON text as written
+    (bytes that are not UTF-8 shown as U+FFFD: the record keeps them exactly)."""
     text = bytes(raw)
     if text == b"null":
         return None
     if text.startswith(b'"'):
-        return str(msgspec.json.decode(text))
-    return text.decode()
+        try:
+            return str(msgspec.json.decode(text))
+        except _MALFORMED:
+            return text[1:-1].decode("utf-8", "replace")
+    return text.decode("utf-8", "replace")
+
+
+def _head(raw: bytes) -> _RawHead:
+    """id, type and started_at of one record, as written."""
+    try:
+        return _RAW_HEAD.decode(raw)
+    except _MALFORMED:
+        # Not an object (kept whole; normalize quarantines it), or an object msgspec cannot
+        # read (too deep, not UTF-8): its members are found without reading their values.
+        found = record_members(raw)
+    return _RawHead(
+        **{k: msgspec.Raw(found[k]) for k in ("id", "type", "started_at") if k in found}
+    )
+
+
+def _split(body: bytes) -> list[bytes]:
+    """A page's records, minified, their tokens as written: msgspec, or when it refuses the
+    page (a record too deep, `NaN`), `models.jsonpage`; PageDecodeError if it is no page."""
+    try:
+        return [bytes(r) for r in _RAWS.decode(msgspec.json.format(body, indent=-1)).cdrs]
+    except _MALFORMED:
+        pass
+    try:
+        return split_page(body, "cdrs").records
+    except PageSyntaxError:
+        _page_error(body)
+        raise PageDecodeError("page has no `cdrs` array") from None
 
 
 def _decode_page_general(body: bytes) -> pl.DataFrame:
     """decode_page for any page shape: minified records, their tokens as written (msgspec only
     strips whitespace), odd scalars as text; simdjson only to say why a page is not one."""
-    try:
-        raws = _RAWS.decode(msgspec.json.format(body, indent=-1)).cdrs
-    except msgspec.MsgspecError:
-        _page_error(body)
-        raise PageDecodeError("page has no `cdrs` array") from None
-    records: list[bytes] = []
+    records: list[str] = []
     cols: dict[str, list[str | None]] = {"id": [], "type": [], "started_at_raw": []}
-    for raw in raws:
-        records.append(bytes(raw))
-        try:
-            head = _RAW_HEAD.decode(raw)
-        except msgspec.MsgspecError:  # not an object: keep it whole; normalize quarantines it
-            head = _RawHead()
+    for raw in _split(body):
+        records.append(record_text(raw))
+        head = _head(raw)
         cols["id"].append(_raw_text(head.id))
         cols["type"].append(_raw_text(head.type))
         cols["started_at_raw"].append(_raw_text(head.started_at))
-    record = pl.Series("record", records, dtype=pl.Binary()).cast(S)
+    record = pl.Series("record", records, dtype=S)
     df = pl.DataFrame(
         {
             "id": pl.Series(cols["id"], dtype=S),
@@ -301,24 +373,76 @@ def _json_decode(records: pl.Series) -> pl.Series:
     return pl.concat([cols[str(i)].explode() for i in range(parts)]).alias(records.name)
 
 
+def _decode_text(text: str | None) -> Any:
+    return pl.Series([text], dtype=S).str.json_decode(RECORD_DTYPE)[0]
+
+
+def _head_struct(raw: bytes) -> Any:
+    """A struct of only the record's id, type and started_at (for its quarantine row)."""
+    found = record_members(raw)
+    head = {k: _raw_text(msgspec.Raw(found[k])) for k in ("id", "type", "started_at") if k in found}
+    return _decode_text(msgspec.json.encode(head).decode()) if head else None
+
+
+def _decode_odd(text: str) -> tuple[Any, str]:
+    """A record polars refused: why, and what of it can be read, so that its quarantine row
+    has its id, type and started_at: every field but the odd scalars (read as null), or only
+    the id, type and started_at of a record not UTF-8 or nested too deep."""
+    if text.startswith(BASE64_PREFIX):
+        return _head_struct(record_bytes(text)), NOT_UTF8
+    raw = text.encode()
+    try:
+        toks = tokens(raw)
+    except PageSyntaxError:
+        return None, STRUCTURE
+    if depth(toks) > MAX_DEPTH:
+        return _head_struct(raw), f"nested deeper than {MAX_DEPTH} levels"
+    problems: list[str] = []
+    for path, index in scalars(toks):
+        tok = toks[index]
+        if not is_json_scalar(tok):
+            problems.append(f"{path} is not a JSON number")
+        elif tok[:1] in b"-0123456789" and math.isinf(float(tok)):
+            problems.append(f"{path} is out of range")
+        else:
+            continue
+        toks[index] = b"null"
+    if not problems:
+        return None, STRUCTURE
+    try:
+        return _decode_text(b"".join(toks).decode()), "; ".join(problems)
+    except pl.exceptions.PolarsError:
+        return None, "; ".join([*problems, STRUCTURE])
+
+
 def _decode_records(records: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """Decode record strings; rows whose *structure* is wrong come back null with a reason."""
+    """Decode record strings; a record that cannot be decoded comes back with a reason (and
+    null, unless only some scalars were the trouble: see `_decode_odd`)."""
     try:
         return _json_decode(records), pl.Series([None] * len(records), dtype=S)
     except pl.exceptions.PolarsError:
         pass
-    # Slow path, only when some record nests an object where a scalar belongs (or vice versa).
-    decoded: list[Any] = []
+    # Slow path, only when some record nests an object where a scalar belongs (or vice versa),
+    # or holds what no decoder reads (see the module's docstring): halves are decoded until the
+    # records that fail are alone, a few dozen decodes for a page of 1,000 with one bad record.
     reasons: list[str | None] = []
-    for text in records.to_list():
-        try:
-            value = pl.Series([text], dtype=S).str.json_decode(RECORD_DTYPE)[0]
-            decoded.append(value)
-            reasons.append(None)
-        except pl.exceptions.PolarsError:
-            decoded.append(None)
-            reasons.append("structure does not match the spec")
-    return pl.Series(decoded, dtype=RECORD_DTYPE), pl.Series(reasons, dtype=S)
+    decoded = _bisect(records, reasons)
+    return decoded, pl.Series(reasons, dtype=S)
+
+
+def _bisect(records: pl.Series, reasons: list[str | None]) -> pl.Series:
+    """`records` decoded (row-wise, as one decode would), appending each row's reason."""
+    try:
+        decoded = records.str.json_decode(RECORD_DTYPE)
+    except pl.exceptions.PolarsError:
+        if len(records) == 1:
+            value, reason = _decode_odd(records[0])
+            reasons.append(reason)
+            return pl.Series([value], dtype=RECORD_DTYPE)
+        half = len(records) // 2
+        return pl.concat([_bisect(records[:half], reasons), _bisect(records[half:], reasons)])
+    reasons.extend([None] * len(records))
+    return decoded
 
 
 def decode_page_typed(body: bytes) -> pl.DataFrame:
@@ -333,15 +457,16 @@ def decode_page_typed(body: bytes) -> pl.DataFrame:
     started_at come from the typed columns. Pages it does not fit take `decode_page`'s path."""
     try:
         raws = _RAWS.decode(body).cdrs
-    except msgspec.MsgspecError:
+    except _MALFORMED:
         return with_decoded(decode_page(body))
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return with_decoded(decode_page(body))
-    record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     try:
+        record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
         decoded = _json_decode(record)
     except pl.exceptions.PolarsError:
-        return with_decoded(decode_page(body))  # some record's structure is off: per record
+        # Some record's structure is off, or a record is not UTF-8: per record.
+        return with_decoded(decode_page(body))
     top = pl.col("r").struct
     return (
         pl.DataFrame({"record": record, "r": decoded})

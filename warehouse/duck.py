@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import uuid
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -74,12 +76,14 @@ def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
 
     DuckDB re-lists every glob and stats every file each time a view is bound, and views are
     bound on views: hundreds of requests per build or query. So each connection gets its own
-    filesystem whose listings are cached for a short while; a new connection sees new files."""
+    filesystem whose listings are cached for a short while; a new connection sees new files.
+    The filesystem only reads: DuckDB never writes the lake (`Lake` does), so a statement
+    that tries (COPY, EXPORT) fails in the filesystem itself."""
     if lake.is_local or any(
         name.split("://")[0] in _protocols(lake) for name in con.list_filesystems()
     ):
         return
-    fs = type(lake.fs)(
+    fs = _read_only_class(type(lake.fs))(
         **{
             **lake.fs.storage_options,
             "use_listings_cache": True,
@@ -88,6 +92,34 @@ def register_lake(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
         }
     )
     con.register_filesystem(fs)
+
+
+# fsspec methods that change a store; the read-only filesystem refuses each (sync and async).
+_FS_WRITES = (
+    "rm", "rm_file", "rmdir", "mv", "copy", "cp_file", "put", "put_file", "pipe", "pipe_file",
+    "mkdir", "makedirs", "touch", "setxattrs",
+)  # fmt: skip
+
+
+def _read_only_class(base: type[Any]) -> type[Any]:
+    """A subclass of the lake's fsspec filesystem that opens files for reading only."""
+
+    def refuse(_self: Any, path: Any = "", *_args: Any, **_kwargs: Any) -> Any:
+        raise PermissionError(f"{path}: DuckDB reads the lake, it does not write it")
+
+    async def refuse_async(_self: Any, path: Any = "", *_args: Any, **_kwargs: Any) -> Any:
+        refuse(_self, path)
+
+    def _open(self: Any, path: Any, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        if mode not in ("rb", "r"):
+            refuse(self, path)
+        return base._open(self, path, mode, *args, **kwargs)
+
+    attrs: dict[str, Any] = {"_open": _open}
+    for name in _FS_WRITES:
+        attrs[name] = refuse
+        attrs[f"_{name}"] = refuse_async
+    return type(f"ReadOnly{base.__name__}", (base,), attrs)
 
 
 def _protocols(lake: Lake) -> tuple[str, ...]:
@@ -334,3 +366,66 @@ def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnect
     if uri is not None and not is_local_uri(uri):
         register_lake(con, Lake(uri))
     return con
+
+
+def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:
+    """The warehouse as `cdrhouse sql` opens it: DuckDB itself reads nothing but the lake and
+    the warehouse, writes neither, loads no extension, and its settings are locked.
+
+    * an in-memory database with the warehouse attached read-only (not `duckdb.connect(path)`,
+      whose instance this process may share with another connection to the same file);
+    * `enable_external_access=false` with the lake as the only allowed directory, so every
+      file function, COPY, ATTACH and EXPORT outside the lake is refused by the engine, and an
+      object-store lake is read through a filesystem that cannot write (`register_lake`);
+      on a local lake the engine would still write *inside* the lake directory, which is why
+      `cdrhouse sql` also runs only statements that read (`warehouse.sqlguard`);
+    * no extension auto-install or auto-load, no persistent secrets read from the home dir;
+    * `TimeZone` UTC, as every timestamp in the warehouse: the answers do not depend on the
+      analyst's zone (`current_date`, string literals compared with `TIMESTAMPTZ`);
+    * spills go to a temp dir of this process next to the warehouse (made and removed by DuckDB
+      only if a query spills; DuckDB allows its temp dir, so not the working dir, which might
+      be the lake);
+    * `lock_configuration`, so no statement can undo any of this.
+
+    `lake_uri` is the lake to allow for an old warehouse that does not record its own."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "allow_persistent_secrets": False,
+            "python_enable_replacements": False,
+        },
+    )
+    try:
+        con.execute(f"ATTACH {lit(str(path))} AS warehouse (READ_ONLY)")
+        con.execute("USE warehouse")
+        lake = Lake(warehouse_lake_uri(con) or lake_uri or default_lake_uri(path.parent))
+        register_lake(con, lake)
+        allowed = ", ".join(lit(d) for d in lake_directories(lake))
+        # Next to the warehouse, as DuckDB's default for a database file, but per process.
+        spill = path.with_name(f".{WAREHOUSE_FILE}.{os.getpid()}.spill")
+        for setting in (
+            f"allowed_directories = [{allowed}]",
+            f"temp_directory = {lit(str(spill))}",
+            "enable_external_access = false",
+            "TimeZone = 'UTC'",
+            "lock_configuration = true",
+        ):
+            con.execute(f"SET {setting}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def lake_directories(lake: Lake) -> list[str]:
+    """The lake's root as DuckDB's views spell it (and, local, as the OS resolves it), with a
+    trailing slash: a sibling such as `lake_old/` is not inside `lake/`."""
+    if not lake.is_local:
+        return [lake.store.url("").rstrip("/") + "/"]
+    return sorted({f"{lake.root}/", f"{lake.root.resolve()}/"})

@@ -6,6 +6,10 @@ milliseconds, per-type `data` fields to typed columns. A value that fails its ca
 record to `cdr_quarantine` with a reason. `normalize(raw)` does the same from `raw_cdrs` rows
 read back from the lake.
 
+Money is never rounded: a cost that Decimal(18,6) cannot hold exactly (more than 6 decimals
+that are not all zeros, or more than 12 integer digits) is quarantined with a reason, like a
+negative call or conversation duration. Every cost in `cdrs` equals the API's text as a Decimal.
+
 Fields the spec does not know are found cheaply (literal key counts against one regex of the
 known names; only rows with an unknown key take a slower orjson path) and kept in the `extra`
 JSON columns. A CDR of an unknown type stays in `cdrs` with its raw `data`. Nothing is dropped:
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import orjson
 import polars as pl
@@ -55,54 +60,98 @@ _KNOWN_KEY_RE = '"(?:' + "|".join(sorted(all_key_names(RECORD_DTYPE))) + ')":'
 _STRING_COST_RE = r'"cost":"'
 _COST_KEY = '"cost":'
 _COST_TOKEN_RE = r'"cost":(-?[0-9][0-9.eE+-]*)'  # noqa: S105
-# The decoded cost went through f64 (shortest repr). It equals the token to 6 places unless it
-# has more than 6 decimals (the token may round differently), an exponent, or 10+ digits
-# (above ~2^31 an f64 step exceeds half a millionth): only then is the token read from the text.
+# The decoded cost went through f64 (shortest repr). It equals the token exactly unless the
+# token has more than 6 decimals or an exponent (f64 may have dropped or rounded digits: such a
+# token is found in the record's text) or the decoded text has an exponent, 7+ decimals or 10+
+# digits: only then is the token read from the text and checked to fit Decimal(18,6) exactly.
 _INEXACT_COST_RE = r"[eE]|\.[0-9]{7}|[0-9]{10}"
+_LONG_COST_TOKEN_RE = r'"cost":-?[0-9]*(?:\.[0-9]{7}|[.0-9]*[eE])'  # noqa: S105
+_SIX = Decimal("0.000001")
+_MONEY_LIMIT = Decimal(10) ** 12  # Decimal(18, 6): 12 integer digits
+MORE_DECIMALS = "cost has more than 6 decimals (Decimal(18,6) would round it)"
+MORE_DIGITS = "cost has more than 12 integer digits (out of Decimal(18,6)'s range)"
+# Per-type `data.durations` keys of the spec (seconds; never negative).
+DURATIONS: dict[str, tuple[str, ...]] = {
+    "call": ("overall", "dialing", "ivr", "queue", "talk", "hold"),
+    "conversation": ("overall", "queue", "talk"),
+}
 
 
 class _Num(str):
     """A JSON number token as written (json.loads parse_float/parse_int)."""
 
 
-def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """(cost text to cast, top-level cost is a JSON string) per record.
+def _cost_fit(token: str) -> tuple[str, str | None]:
+    """(text to cast, why it cannot be cast exactly) for a cost token as written: a token that
+    fits Decimal(18,6) exactly comes back in plain notation (`1.5e0` -> `1.500000`)."""
+    try:
+        value = Decimal(token)
+    except InvalidOperation:
+        return token, None  # not a number: the cast fails and says so
+    if not value.is_finite():
+        return token, None
+    if value.is_zero():
+        return "0", None  # `0e5`, `-0.0`
+    if abs(value) >= _MONEY_LIMIT:
+        return token, MORE_DIGITS
+    exact = value.quantize(_SIX)
+    if exact != value:
+        return token, MORE_DECIMALS
+    return format(exact, "f"), None
 
-    The cost text is the decoded text except where it may not be the token to the last of 6
-    places (`_INEXACT_COST_RE`); there the token is taken from the record text (one polars
-    extract when the record has a single `"cost":` key, json with exact numbers otherwise).
+
+def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """(cost text to cast, top-level cost is a JSON string, why the cost does not fit
+    Decimal(18,6) exactly) per record.
+
+    The cost text is the decoded text except where it may not be the token exactly
+    (`_INEXACT_COST_RE` on the decoded text, `_LONG_COST_TOKEN_RE` on the record's); there the
+    token is taken from the record text (one polars extract when the record has a single
+    `"cost":` key, json with exact numbers otherwise) and checked to fit (`_cost_fit`).
     Only rows that contain `"cost":"` are checked for a string cost, the same way."""
     frame = pl.DataFrame({"rec": records, "dec": decoded})
     flags = frame.select(
-        inexact=pl.col("dec").str.contains(_INEXACT_COST_RE).fill_null(False),
+        inexact=(
+            pl.col("dec").str.contains(_INEXACT_COST_RE)
+            | pl.col("rec").str.contains(_LONG_COST_TOKEN_RE)
+        ).fill_null(False)
+        & pl.col("dec").is_not_null(),
         string=pl.col("rec").str.contains(_STRING_COST_RE, literal=True).fill_null(False)
         & pl.col("dec").is_not_null(),
     )
     idx = (flags["inexact"] | flags["string"]).arg_true()
     is_string = pl.Series([False] * len(records), dtype=pl.Boolean())
+    misfit = pl.Series([None] * len(records), dtype=S)
     if idx.len() == 0:
-        return decoded, is_string
+        return decoded, is_string, misfit
     sub = frame[idx].with_columns(
         keys=pl.col("rec").str.count_matches(_COST_KEY, literal=True),
         token=pl.col("rec").str.extract(_COST_TOKEN_RE, 1),
     )
     texts = sub["dec"].to_list()
     strings = [False] * sub.height
+    misfits: list[str | None] = [None] * sub.height
     for j, (rec, keys, token) in enumerate(sub.select("rec", "keys", "token").iter_rows()):
         if keys == 1:  # the only `"cost":` is the top-level key (the record has a cost)
             strings[j] = token is None
-            texts[j] = texts[j] if token is None else token
+            if token is not None:
+                texts[j], misfits[j] = _cost_fit(token)
             continue
         try:
             obj = json.loads(rec, parse_float=_Num, parse_int=_Num)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         cost = obj.get("cost") if isinstance(obj, dict) else None
         if isinstance(cost, str):
             strings[j] = not isinstance(cost, _Num)
-            texts[j] = cost if isinstance(cost, _Num) else texts[j]
+            if isinstance(cost, _Num):
+                texts[j], misfits[j] = _cost_fit(cost)
     exact = decoded.scatter(idx, pl.Series(texts, dtype=S))
-    return exact, is_string.scatter(idx, pl.Series(strings, dtype=pl.Boolean()))
+    return (
+        exact,
+        is_string.scatter(idx, pl.Series(strings, dtype=pl.Boolean())),
+        misfit.scatter(idx, pl.Series(misfits, dtype=S)),
+    )
 
 
 @dataclass(frozen=True)
@@ -274,6 +323,18 @@ def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec) -> pl.DataFrame:
     return ok.select([*common, *specific, *tail]).filter(keep).cast(spec.polars_schema())
 
 
+def _negative_durations() -> list[pl.Expr]:
+    """A reason per negative `data.durations` value of a call or conversation."""
+    kind = pl.col("r").struct.field("type")
+    return [
+        pl.when((kind == t) & (_float(_d("durations", k)) < 0)).then(
+            pl.lit(f"data.durations.{k} is negative")
+        )
+        for t, keys in DURATIONS.items()
+        for k in keys
+    ]
+
+
 def normalize(raw: pl.DataFrame) -> NormalizedTables:
     """`raw_cdrs` rows (any number of pages, e.g. a day read back from the lake) -> typed,
     deduplicated tables."""
@@ -286,9 +347,23 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
     with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
     raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
     extra, data_extra = _extras(raw["record"], raw["type"])
-    cost_text, cost_is_string = _exact_costs(raw["record"], raw["r"].struct.field("cost"))
-    df = raw.select("record", "started_at_raw", "r", "struct_reason").with_columns(
-        extra=extra, data_extra=data_extra, cost_text=cost_text, cost_is_string=cost_is_string
+    cost_text, cost_is_string, cost_misfit = _exact_costs(
+        raw["record"], raw["r"].struct.field("cost")
+    )
+    df = raw.select(
+        "record",
+        "started_at_raw",
+        "r",
+        "struct_reason",
+        # As the page's split found them: the quarantine's id and type when `r` is null.
+        pl.col("id").alias("head_id"),
+        pl.col("type").alias("head_type"),
+    ).with_columns(
+        extra=extra,
+        data_extra=data_extra,
+        cost_text=cost_text,
+        cost_is_string=cost_is_string,
+        cost_misfit=cost_misfit,
     )
     top = pl.col("r").struct
     user = top.field("user").struct
@@ -316,9 +391,11 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         pl.when(pl.col("id").is_null()).then(pl.lit("missing id")),
         pl.when(pl.col("type").is_null()).then(pl.lit("missing type")),
         pl.when(pl.col("cost_is_string")).then(pl.lit("cost is a string")),
-        pl.when(raw_cost.is_not_null() & pl.col("cost").is_null()).then(
-            pl.lit("cost is not a decimal")
-        ),
+        pl.col("cost_misfit"),
+        pl.when(
+            raw_cost.is_not_null() & pl.col("cost").is_null() & pl.col("cost_misfit").is_null()
+        ).then(pl.lit("cost is not a decimal")),
+        *_negative_durations(),
         pl.when(pl.col("started_at").is_null()).then(pl.lit("started_at missing or unparseable")),
         pl.when(top.field("ended_at").is_not_null() & pl.col("ended_at").is_null()).then(
             pl.lit("ended_at unparseable")
@@ -334,8 +411,12 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         CDRS.column_names
     )
     quarantine = bad.select(
-        pl.coalesce(pl.col("id"), pl.col("record").str.json_path_match("$.id")).alias("id"),
-        pl.coalesce(pl.col("type"), pl.col("record").str.json_path_match("$.type")).alias("type"),
+        pl.coalesce(
+            pl.col("id"), pl.col("record").str.json_path_match("$.id"), pl.col("head_id")
+        ).alias("id"),
+        pl.coalesce(
+            pl.col("type"), pl.col("record").str.json_path_match("$.type"), pl.col("head_type")
+        ).alias("type"),
         "started_at_raw",
         "reason",
         "record",

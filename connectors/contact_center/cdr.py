@@ -5,6 +5,12 @@ metadata read by simdjson (`paginators.read_page_info`). Every request goes thro
 `_send` and its one retry loop. A cursor the server rejects past the offset window (a 400 that
 is the fallback offset's, not the cursor's) is retried there too, under `CursorRejections`: a
 budget shared by the pages of one sub-window, `max_attempts` rejections in all.
+
+A page simdjson refuses is asked again once (a cut or garbled body is transient). When the
+page is whole (`read_page_info_tolerant`) and its records come back byte for byte the same,
+the odd value is the data's, not the network's: the page is taken as it is, and the decoder
+sends the one record it cannot read to quarantine. A body that is not a whole page (truncated,
+HTML, empty) stays an `InvalidBodyError`, retried as before.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from connectors.contact_center.paginators import (
     CursorPaginator,
     PageInfo,
     read_page_info,
+    read_page_info_tolerant,
 )
 from connectors.contact_center.retry import RetryPolicy, SharedBudget
 from models.timestamps import iso_ms
@@ -165,6 +172,32 @@ async def window_pages(
     endpoint = ENDPOINTS["list_cdrs"]
     pager = CursorPaginator(client.settings.page_size, verify_totals=client.settings.verify_totals)
     window = [("started_at[gte]", iso_ms(ws)), ("started_at[lt]", iso_ms(we)), *base]
+    # Digests of the records of whole pages the strict parser refused once.
+    refused: set[bytes] = set()
+
+    def read(body: bytes) -> PageInfo:
+        try:
+            return read_page_info(body, "cdrs", keys=True)
+        except InvalidBodyError as strict:
+            try:
+                tolerant = read_page_info_tolerant(body, "cdrs", keys=True)
+            except InvalidBodyError:
+                raise strict from None  # not a whole page: transient, as before
+            if tolerant.digest not in refused:
+                refused.add(tolerant.digest)
+                raise InvalidBodyError(
+                    f"{strict}; the page is whole, so it is asked again: the same records "
+                    "twice are the data's, not the network's"
+                ) from None
+            client.stats["odd_pages"] = client.stats.get("odd_pages", 0) + 1
+            logger.warning(
+                "CDR page %d of %s: the same records twice, refused by the strict parser "
+                "(%s); paging on, the decoder quarantines the odd record",
+                pager.pages,
+                iso_ms(ws),
+                strict,
+            )
+            return tolerant.info
 
     def parse(response: httpx.Response) -> tuple[bytes, PageInfo]:
         if response.headers.get(FALLBACK_HEADER):
@@ -173,7 +206,7 @@ async def window_pages(
             client.stats["cursor_fallbacks"] += 1
             logger.info("cursor fallback to offset=%d in %s", pager.received, iso_ms(ws))
         body = response.content
-        info = read_page_info(body, "cdrs", keys=True)
+        info = read(body)
         if info.total is None:
             raise InvalidBodyError("CDR page has no metadata.total; retry later")
         pager.validate(info)  # inside the retry loop: an overlapping page is re-requested

@@ -111,6 +111,10 @@ class ClientCore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None:
+            # Whatever leaves the client's block (a response that does not fit its model, a
+            # paging error, the caller's own) leaves without the key.
+            self._redact.exception(exc)
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -152,7 +156,13 @@ class ClientCore:
                         endpoint.method, path, params=query, content=content, headers=headers
                     )
                 status = response.status_code
-                map_response(response, endpoint.scope, path=path, require_json=require_json)
+                map_response(
+                    response,
+                    endpoint.scope,
+                    path=path,
+                    require_json=require_json,
+                    redact=self._redact,
+                )
                 result = parse(response)
                 # httpx's Response and its BoundAsyncStream point at each other: unlink them so
                 # the body (~1 MB for a CDR page) is freed at once, not at some later full GC.
@@ -194,8 +204,11 @@ class ClientCore:
                 f"retry_in_s={wait:.3f}" if wait is not None else "giving up",
             )
             if isinstance(outcome, ContactCenterError):
-                # Second line of defence: scrub the key from anything the server echoed.
-                outcome.args = (self._redact(str(outcome)),)
+                # Second line of defence: the key out of the error, its field errors and the
+                # transport exception chained to it, whatever the server echoed.
+                for link in (outcome, cause):
+                    if link is not None:
+                        self._redact.exception(link)
                 raise outcome from cause
             self.stats["retries"] += 1
             await asyncio.sleep(outcome)

@@ -22,14 +22,16 @@
 
 `map_response()` is the single place that turns an `httpx.Response` into this tree;
 `transport_failure()` does the same for httpx's own exceptions. Messages never contain the API
-key: they are built from the method, the path template, the status and the server's error text.
+key: they are built from the method, the path template, the status and the server's error text
+and field errors, which pass through the caller's `redact` before they are cut to length or
+kept (a server may echo the key in them).
 """
 
 from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from typing import TypedDict, Unpack
 
@@ -156,8 +158,14 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _body_detail(body: bytes) -> tuple[str, dict[str, list[str]]]:
-    """The server's `error` string and `errors` map, if the body has them."""
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _body_detail(
+    body: bytes, redact: Callable[[str], str] = _unchanged
+) -> tuple[str, dict[str, list[str]]]:
+    """The server's `error` string and `errors` map, if the body has them, redacted."""
     try:
         obj = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
@@ -170,8 +178,9 @@ def _body_detail(body: bytes) -> tuple[str, dict[str, list[str]]]:
     if isinstance(errors_raw, dict):
         for key, msgs in errors_raw.items():
             items = msgs if isinstance(msgs, list) else [msgs]
-            errors[str(key)] = [str(m) for m in items]
-    return (str(detail)[:_MAX_DETAIL] if detail is not None else ""), errors
+            errors[redact(str(key))] = [redact(str(m)) for m in items]
+    # Redacted before the cut: a key cut in two would not be found afterwards.
+    return (redact(str(detail))[:_MAX_DETAIL] if detail is not None else ""), errors
 
 
 def _fmt_errors(errors: Mapping[str, list[str]]) -> str:
@@ -190,11 +199,13 @@ def map_response(
     *,
     path: str | None = None,
     require_json: bool = True,
+    redact: Callable[[str], str] = _unchanged,
 ) -> None:
     """Raise the tree's error for a failed response; return None for a usable 2xx.
 
     `scope` is the endpoint's scope (named in the 403 message); `path` is the path template
-    used in messages (defaults to the request path, which never carries the key).
+    used in messages (defaults to the request path, which never carries the key); `redact`
+    scrubs the key from the server's text and field errors (the client's `Redactor`).
     `require_json=False` (writes): any 2xx is success whatever its body, since the server has
     already acted; a read's 2xx must carry a JSON object (else InvalidBodyError, retried).
     """
@@ -213,7 +224,7 @@ def map_response(
                 **ctx,
             )
         return
-    detail, field_errors = _body_detail(response.content)
+    detail, field_errors = _body_detail(response.content, redact)
     said = f" (server said: {detail})" if detail else ""
     if status == 429:
         retry_after = parse_retry_after(response.headers.get("retry-after"))

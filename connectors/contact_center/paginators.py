@@ -9,18 +9,24 @@
 A paginator never touches HTTP: the client asks it for query parameters, reads a `PageInfo`
 from the body (`read_page_info`, lazily with simdjson, no Python object per record), lets the
 paginator `validate` it inside the retry loop (a bad page is re-requested), then `update`s it.
+A whole page that simdjson refuses for one odd value (`1e400`, a non-UTF-8 byte in a string,
+3,000-deep nesting) is read by `read_page_info_tolerant` instead (models.jsonpage).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import simdjson
 
 from connectors.contact_center.errors import InvalidBodyError, PaginationError
+from models.jsonpage import PageSyntaxError, record_members, split_page
 
 OFFSET_WINDOW = 10_000  # the spec: offset paging (no cursor) covers the first 10,000 CDRs
 _ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -58,7 +64,18 @@ def _parse(body: bytes) -> Any:
         # The last page's document is still referenced (a traceback holds it): a parser of its
         # own for this page; the next page goes back to a shared one.
         _local.parser = None
+    try:
         return simdjson.Parser().parse(body)
+    except RuntimeError as exc:  # e.g. DEPTH_ERROR: as invalid as a ValueError
+        raise ValueError(str(exc)) from None
+
+
+def _metadata(meta: Any) -> tuple[int | None, str | None]:
+    """(total, next_cursor) of a page's metadata object (parsed by simdjson or json)."""
+    raw_total = meta.get("total")
+    if raw_total is not None and (not isinstance(raw_total, int) or isinstance(raw_total, bool)):
+        raise InvalidBodyError(f"metadata.total is not an integer: {raw_total!r}")
+    return raw_total, _as_str(meta.get("next_cursor")) or None
 
 
 def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInfo:
@@ -79,13 +96,7 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
     total: int | None = None
     cursor: str | None = None
     if isinstance(meta, simdjson.Object):
-        raw_total = meta.get("total")
-        if raw_total is not None and (
-            not isinstance(raw_total, int) or isinstance(raw_total, bool)
-        ):
-            raise InvalidBodyError(f"metadata.total is not an integer: {raw_total!r}")
-        total = raw_total
-        cursor = _as_str(meta.get("next_cursor")) or None
+        total, cursor = _metadata(meta)
     count = len(items)
     first_id = last_id = first_at = last_at = None
     if keys and count:
@@ -95,6 +106,77 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
             first_id, last_id = _as_str(first.get("id")), _as_str(last.get("id"))
             first_at, last_at = _as_str(first.get("started_at")), _as_str(last.get("started_at"))
     return PageInfo(count, total, cursor, first_id, last_id, first_at, last_at)
+
+
+def _text(raw: bytes | None) -> str | None:
+    """A record member's raw value as a string, when it is a JSON string."""
+    if raw is None or not raw.startswith(b'"'):
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ELEMENTS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _split_fast(body: bytes, list_key: str) -> tuple[list[bytes], bytes | None]:
+    """(records, metadata text) by msgspec, which skips values without judging their range or
+    their bytes (1e400, a non-UTF-8 byte); it raises on what only `split_page` reads (NaN, a
+    3,000-deep array), and on what is no page."""
+    found = _MEMBERS.decode(body)
+    if list_key not in found:
+        raise ValueError(f"no {list_key!r} array")
+    records = [bytes(r) for r in _ELEMENTS.decode(found[list_key])]
+    meta = found.get("metadata")
+    return records, None if meta is None else bytes(meta)
+
+
+@dataclass(frozen=True)
+class TolerantPage:
+    """What `read_page_info_tolerant` read: the page info and a digest of the records' bytes."""
+
+    info: PageInfo
+    digest: bytes
+
+
+def read_page_info_tolerant(body: bytes, list_key: str, *, keys: bool = False) -> TolerantPage:
+    """`read_page_info` for a page simdjson refuses because of a value inside one record.
+
+    The page's structure must be whole (`models.jsonpage`); the records are only split, never
+    parsed, so whatever one holds cannot stop the walk. Raises InvalidBodyError when the body
+    is not a whole page (truncated, HTML, empty), like `read_page_info`."""
+    try:
+        records, meta_text = _split_fast(body, list_key)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        try:
+            page = split_page(body, list_key)
+        except PageSyntaxError as exc:
+            raise InvalidBodyError(f"list body is not a JSON page ({exc})") from None
+        records, meta_text = page.records, page.others.get("metadata")
+    total: int | None = None
+    cursor: str | None = None
+    if meta_text is not None:
+        try:
+            meta = json.loads(meta_text)
+        except (ValueError, RecursionError):
+            raise InvalidBodyError("the page's metadata is not valid JSON") from None
+        if isinstance(meta, dict):
+            total, cursor = _metadata(meta)
+    first_id = last_id = first_at = last_at = None
+    if keys and records:
+        first, last = record_members(records[0]), record_members(records[-1])
+        first_id, last_id = _text(first.get("id")), _text(last.get("id"))
+        first_at, last_at = _text(first.get("started_at")), _text(last.get("started_at"))
+    digest = hashlib.blake2b(digest_size=16)
+    for record in records:
+        digest.update(len(record).to_bytes(8, "little"))
+        digest.update(record)
+    info = PageInfo(len(records), total, cursor, first_id, last_id, first_at, last_at)
+    return TolerantPage(info, digest.digest())
 
 
 class Paginator:

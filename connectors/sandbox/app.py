@@ -55,6 +55,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(status)
 
 
+async def _server_error(_request: Request, _exc: Exception) -> Response:
+    # Starlette's last handler: the documented JSON 500, not its text/plain page. Starlette
+    # re-raises after sending it; middleware.LastResort logs the exception and stops it there.
+    return error_response(500)
+
+
 def create_app(sandbox: Sandbox) -> SandboxApp:
     """The sandbox's ASGI app (routes + admin + OpenAPI, wrapped in the fault layer)."""
     routes: list[BaseRoute] = list(routes_writes.routes())
@@ -63,7 +69,11 @@ def create_app(sandbox: Sandbox) -> SandboxApp:
     routes.append(openapi_route())
     app = Starlette(
         routes=routes,
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
     )
     app.router.redirect_slashes = False  # /api/v4/users/ is an unknown path, not a 307
     app.state.sandbox = sandbox

@@ -21,6 +21,7 @@ from connectors.sandbox.fieldcheck import (
     check_range,
     check_type,
     check_unknown,
+    is_int,
     join,
     require_all,
 )
@@ -229,9 +230,11 @@ def _contact_local_time(errs: FieldErrors, path: str, value: Any, ctx: CampaignC
         for i, day in enumerate(days):
             if check_type(errs, join(days_path, i), day, "integer"):
                 check_range(errs, join(days_path, i), day, low=1, high=7)
+        # 1 and 1.0 are the same integer (JSON Schema's uniqueItems agrees): stored as ints.
+        days = [int(day) if is_int(day) else day for day in days]
         if len(set(map(repr, days))) != len(days):
             errs.add(days_path, "must not contain duplicates")
-    return {k: value[k] for k in keys}
+    return {**{k: value[k] for k in keys}, "days_of_week": days}
 
 
 def _hour(errs: FieldErrors, path: str, value: Any) -> int | None:

@@ -21,15 +21,30 @@ def make_cursor(seed: int, start_ms: int, cdr_id: str, flt_key: str) -> str:
 
 
 def read_cursor(seed: int, cursor: str, flt_key: str) -> tuple[int, str] | None:
-    """(started_ms, id) of a valid cursor for this query; None when invalid."""
+    """(started_ms, id) of a valid cursor for this query; None when invalid. Any text is a
+    cursor to read, so every shape is checked rather than assumed: base64 of anything, JSON of
+    any type (`e30` is `{}`), a signed payload of the wrong shape."""
     try:
         token = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        payload, sig = token[0].encode(), token[1]
-        if _sign(payload, seed) != sig:
-            return None
-        version, start_ms, cdr_id, key = orjson.loads(payload)
-    except (ValueError, TypeError, IndexError, AttributeError, orjson.JSONDecodeError):
+    except (ValueError, orjson.JSONDecodeError):  # binascii.Error is a ValueError
         return None
-    if version != 1 or key != flt_key or not isinstance(start_ms, int):
+    if not (
+        isinstance(token, list)
+        and len(token) == 2
+        and isinstance(token[0], str)
+        and isinstance(token[1], str)
+    ):
         return None
-    return start_ms, str(cdr_id)
+    payload = token[0].encode()
+    if _sign(payload, seed) != token[1]:
+        return None
+    try:
+        fields = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if not (isinstance(fields, list) and len(fields) == 4):
+        return None
+    version, start_ms, cdr_id, key = fields
+    if version != 1 or key != flt_key or type(start_ms) is not int or not isinstance(cdr_id, str):
+        return None
+    return start_ms, cdr_id

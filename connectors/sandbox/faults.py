@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from decimal import Decimal
 from typing import Annotated, Any
 
 import orjson
@@ -166,6 +167,11 @@ async def _simple(send: Send, status: int, body: bytes, ctype: bytes, extra: lis
     await send({"type": "http.response.body", "body": body})
 
 
+def _seconds(value: float) -> str:
+    """Plain decimal seconds (`7`, `0.02`, never `1e-05`): the document's Retry-After pattern."""
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
 _HTML = b"<html><head><title>Gateway</title></head><body><h1>Please wait</h1></body></html>"
 
 
@@ -191,7 +197,7 @@ class FaultMiddleware:
         if not self.state.admit(cfg, scope) or self._hit(cfg.error_429_rate):
             extra = []
             if cfg.retry_after_s is not None:
-                extra.append((b"retry-after", f"{cfg.retry_after_s:g}".encode()))
+                extra.append((b"retry-after", _seconds(cfg.retry_after_s).encode()))
             await _simple(send, 429, b'{"error":"Too many requests"}', b"application/json", extra)
             return
         if self._hit(cfg.error_5xx_rate):

@@ -144,7 +144,9 @@ def check_timestamp(errs: FieldErrors, path: str, value: Any) -> datetime | None
         return parse_ts(value)
     except ValueError:
         errs.add(path, "must be an ISO 8601 date-time")
-        return None
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-01:00: past the last UTC year
+        errs.add(path, "must lie between 0001-01-01 and 9999-12-31 in UTC")
+    return None
 
 
 def check_unknown(

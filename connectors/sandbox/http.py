@@ -8,6 +8,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from connectors.sandbox.params import parse_int
+
 if TYPE_CHECKING:
     from connectors.sandbox.emulator import Sandbox
 
@@ -17,6 +19,7 @@ SIMPLE_ERRORS: dict[int, str] = {
     403: "Forbidden",
     404: "Not found",
     429: "Too many requests",
+    500: "Internal server error",  # the sandbox's 5xx body (the spec shows none)
 }
 
 
@@ -131,26 +134,24 @@ def int_param(
     maximum: int | None = None,
     errors: dict[str, list[str]] | None = None,
 ) -> int:
-    """An integer query parameter within bounds; problems go to `errors` (422) or raise."""
+    """An integer query parameter (ASCII digits, `parse_int`) within bounds; problems go to
+    `errors` (422) or raise."""
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    problem: str | None = None
-    value = default
-    try:
-        value = int(raw)
-    except ValueError:
+    value = parse_int(raw)
+    if value is None:
         problem = "must be an integer"
+    elif value < minimum:
+        problem = f"must be greater than or equal to {minimum}"
+    elif maximum is not None and value > maximum:
+        problem = f"must be less than or equal to {maximum}"
     else:
-        if value < minimum:
-            problem = f"must be greater than or equal to {minimum}"
-        elif maximum is not None and value > maximum:
-            problem = f"must be less than or equal to {maximum}"
-    if problem is not None:
-        if errors is None:
-            raise fail({name: [problem]})
-        errors.setdefault(name, []).append(problem)
-    return value
+        return value
+    if errors is None:
+        raise fail({name: [problem]})
+    errors.setdefault(name, []).append(problem)
+    return default
 
 
 def paginate(

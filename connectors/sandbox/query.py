@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from connectors.sandbox.emulator import Sandbox
 
 OFFSET_WINDOW = 10_000
+_EPOCH = date(1970, 1, 1)
 
 
 # ------------------------------------------------------------------ filters
@@ -147,28 +148,32 @@ def day_view(sandbox: Sandbox, d: date) -> DayCdrs:
 
 
 def _days(sandbox: Sandbox, flt: CdrFilter) -> Iterator[date]:
+    """The days that can hold a match, in order. Bounds are epoch-ms integers of any size
+    (`started_at[lt]=0001-01-01`, a bound past 9999-12-31 in UTC): they only narrow the days
+    that hold data, counted as integers, so no date is built outside the data's own range."""
     ds = sandbox.dataset
-    lo = ds.start_date
-    hi = ds.end_date
+    lo = _day_number(ds.start_date)
+    hi = _day_number(ds.end_date)
     dynamic = _dynamic(sandbox)
     if dynamic:
-        lo, hi = min(lo, min(dynamic)), max(hi, max(dynamic) + timedelta(days=1))
+        lo, hi = min(lo, _day_number(min(dynamic))), max(hi, _day_number(max(dynamic)) + 1)
     low_ms = flt.started_gte
-    if flt.ended_gte is not None:
-        low_ms = max(low_ms or 0, flt.ended_gte - MAX_DURATION_MS)
-    high_ms = (
-        flt.started_lt
-        if flt.ended_lt is None
-        else min(flt.started_lt or flt.ended_lt, flt.ended_lt)
-    )
+    if flt.ended_gte is not None:  # nothing lasts longer than MAX_DURATION_MS
+        earliest = flt.ended_gte - MAX_DURATION_MS
+        low_ms = earliest if low_ms is None else max(low_ms, earliest)
+    high_ms = flt.started_lt
+    if flt.ended_lt is not None:  # a record starts before it ends
+        high_ms = flt.ended_lt if high_ms is None else min(high_ms, flt.ended_lt)
     if low_ms is not None:
-        lo = max(lo, date_of_ms(low_ms))
+        lo = max(lo, low_ms // DAY_MS)
     if high_ms is not None:
-        hi = min(hi, date_of_ms(high_ms - 1) + timedelta(days=1))
-    d = lo
-    while d < hi:
-        yield d
-        d += timedelta(days=1)
+        hi = min(hi, (high_ms - 1) // DAY_MS + 1)
+    for n in range(lo, hi):
+        yield _EPOCH + timedelta(days=n)
+
+
+def _day_number(d: date) -> int:
+    return (d - _EPOCH).days
 
 
 def _match(sandbox: Sandbox, day: DayCdrs, i: int, flt: CdrFilter, drift: bool) -> bool:

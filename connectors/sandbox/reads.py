@@ -6,7 +6,6 @@ A read checks its scope first, then the query parameters it takes (any other is 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from connectors.sandbox.http import (
     paginate,
     require_scope,
 )
+from connectors.sandbox.params import parse_int, parse_uuid
 
 Handler = Callable[[Request], Awaitable[Response]]
 Json = dict[str, Any]
@@ -76,19 +76,19 @@ class ReadRoutes:
 
 
 def int_id(request: Request, name: str) -> int:
-    raw = request.path_params[name]
-    if not raw.isdigit():
-        raise ApiError(404)  # not an integer id: no such resource
-    return int(raw)
+    """An integer path id (ASCII digits, `parse_int`); anything else names no resource: 404."""
+    value = parse_int(str(request.path_params[name]))
+    if value is None:
+        raise ApiError(404)
+    return value
 
 
 def uuid_id(request: Request, name: str) -> str:
-    raw = str(request.path_params[name])
-    try:
-        uuid.UUID(raw)
-    except ValueError:
-        raise ApiError(404) from None
-    return raw.lower()
+    """A UUID path id, lower-cased (`parse_uuid`); anything else names no resource: 404."""
+    value = parse_uuid(str(request.path_params[name]))
+    if value is None:
+        raise ApiError(404)
+    return value
 
 
 def one(key: str, items: list[Json], match: Callable[[Json], bool]) -> Response:

@@ -39,14 +39,16 @@ async def admin_clock(request: Request) -> Response:
     clock = get_sandbox(request).clock
     if request.method == "PUT":
         body = await json_object(request)
+        field = "now"
         try:
             if "now" in body:
                 now = body["now"]
                 clock.set(None if now is None else parse_ts(str(now)))
+            field = "advance_s"
             if "advance_s" in body:
                 clock.advance(timedelta(seconds=float(body["advance_s"])))
-        except ValueError as exc:
-            raise fail({"now": [str(exc)]}) from None
+        except (TypeError, ValueError, OverflowError) as exc:  # not a number, inf, past 9999
+            raise fail({field: [str(exc)]}) from None
     return json_response({"now": iso_ms(clock.now()), "frozen": clock.frozen})
 
 
@@ -58,7 +60,7 @@ async def admin_truth(request: Request) -> Response:
     try:
         start = parse_ts(request.query_params["start"])
         end = parse_ts(request.query_params["end"])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, OverflowError):  # OverflowError: past year 9999 in UTC
         raise fail({"start": ["start and end must be ISO 8601 times"]}) from None
     return json_response({"cdrs": get_sandbox(request).truth_cdrs(start, end)})
 

@@ -264,6 +264,8 @@ async def update_leads(request: Request) -> Response:
         for lead in leads:
             record = known[lead["id"]]
             record.update({key: lead[key] for key in _LEAD_FIELDS if key in lead})
+            # `data` is always an object (the Lead schema): null clears it, as on create.
+            record["data"] = dict(record.get("data") or {})
             record["updated_at"] = stamp
             updated.append(record)
     return json_response({"leads": updated})

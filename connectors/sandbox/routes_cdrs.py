@@ -18,8 +18,9 @@ from connectors.sandbox.datafaults import (
     render,
     visible_at,
 )
-from connectors.sandbox.generator import CDR_TYPES, cost_json, encode_page, ms_of
+from connectors.sandbox.generator import CDR_TYPES, cost_json, encode_page
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, raw_json
+from connectors.sandbox.params import INT64_MAX, INT64_MIN, instant_ms, parse_int, parse_uuid
 from connectors.sandbox.query import (
     OFFSET_WINDOW,
     CdrFilter,
@@ -28,8 +29,8 @@ from connectors.sandbox.query import (
     now_ms,
     select_page,
 )
-from connectors.sandbox.reads import ReadRoutes
-from models.timestamps import iso_ms_from_epoch, parse_ts
+from connectors.sandbox.reads import ReadRoutes, uuid_id
+from models.timestamps import iso_ms_from_epoch
 
 MAX_LIMIT = 1000
 SUBTYPES = frozenset({"outbound", "inbound", "whatsapp", "hlr_lookup", "outbound_sms"})
@@ -37,8 +38,7 @@ DISPOSITIONS = frozenset(
     {"answered", "no_answer", "busy", "failed", "archived", "available", "unavailable", "sent"}
 )
 FALLBACK_HEADER = "X-Sandbox-Cursor-Fallback"
-_PHONE = re.compile(r"^[0-9]{1,15}$")
-_INT = re.compile(r"^-?[0-9]+$")
+_PHONE = re.compile(r"[0-9]{1,15}")
 
 
 # Filters the spec shows as "single or array" (written `x[]=`); every other one takes one value.
@@ -83,7 +83,9 @@ def parse_filter(request: Request) -> CdrFilter:
             if raw is None:
                 continue
             try:
-                ms = ms_of(parse_ts(raw))
+                # Any ISO 8601 value bounds, however far: a bound past every record gives an
+                # empty page or all of them (docs/sandbox.md), never an out-of-range error.
+                ms = instant_ms(raw)
             except ValueError:
                 errors.setdefault(f"{field_name}[{op}]", []).append("must be an ISO 8601 date-time")
                 continue
@@ -106,23 +108,26 @@ def parse_filter(request: Request) -> CdrFilter:
         return frozenset(vals) if vals else None
 
     def ints(name: str) -> frozenset[int] | None:
-        vals = _values(request, name)
-        if any(not _INT.match(v) for v in vals):
+        vals = [parse_int(v) for v in _values(request, name)]
+        if None in vals:
             errors.setdefault(name, []).append("must be an integer")
             return None
-        return frozenset(int(v) for v in vals) if vals else None
+        # An id past 64 bits is an integer no record has: it matches nothing, so it is left
+        # out of the set (the cursor's filter hash encodes 64-bit integers only).
+        if not vals:
+            return None
+        return frozenset(v for v in vals if v is not None and INT64_MIN <= v <= INT64_MAX)
 
     def uuids(name: str) -> frozenset[str] | None:
-        vals = _values(request, name)
-        try:
-            return frozenset(str(uuid.UUID(v)) for v in vals) if vals else None
-        except ValueError:
+        vals = [parse_uuid(v) for v in _values(request, name)]
+        if None in vals:
             errors.setdefault(name, []).append("must be a UUID")
             return None
+        return frozenset(v for v in vals if v is not None) if vals else None
 
     def phone(name: str) -> str | None:
         raw = request.query_params.get(name)
-        if raw is not None and not _PHONE.match(raw):
+        if raw is not None and not _PHONE.fullmatch(raw):
             errors.setdefault(name, []).append("must be digits only (E.164 without plus)")
         return raw
 
@@ -163,18 +168,20 @@ def _limit(request: Request) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return 100
-    if not _INT.match(raw) or not 1 <= int(raw) <= MAX_LIMIT:
+    limit = parse_int(raw)
+    if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise fail({"limit": [f"must be an integer between 1 and {MAX_LIMIT}"]})
-    return int(raw)
+    return limit
 
 
 def _offset(raw: str | None, *, fallback: bool) -> int:
     if raw is None:
         return 0
-    if not _INT.match(raw) or int(raw) < 0:
+    offset = parse_int(raw)
+    if offset is None or offset < 0:
         # A bad offset alone is a field error; as the fallback of a bad cursor it is 400.
         raise ApiError(400) if fallback else fail({"offset": ["must be an integer >= 0"]})
-    return int(raw)
+    return offset
 
 
 def query_page(request: Request) -> tuple[Page, CdrFilter, bool]:
@@ -221,7 +228,7 @@ async def list_events(request: Request) -> Response:
     """CDR events (shape chosen, see docs/sandbox.md): one `cdr.created` per visible CDR and a
     `cdr.updated` once a revised CDR's cost changed; paged like the CDR list."""
     sandbox = get_sandbox(request)
-    page, flt, _fallback = query_page(request)
+    page, flt, fallback = query_page(request)
     now = now_ms(sandbox)
     faults, seed = sandbox.faults, sandbox.config.seed
     events: list[dict[str, Any]] = []
@@ -238,7 +245,8 @@ async def list_events(request: Request) -> Response:
     if page.next_key is not None:
         cursor = make_cursor(seed, *page.next_key, flt.key())
     meta = {"total": page.total, "next_cursor": cursor}
-    return json_response({"events": events, "metadata": meta})
+    headers = {FALLBACK_HEADER: "offset"} if fallback else None  # as on the CDR list
+    return json_response({"events": events, "metadata": meta}, headers=headers)
 
 
 def _event(kind: str, cdr_id: str, at_ms: int, cost: int) -> dict[str, Any]:
@@ -252,7 +260,7 @@ def _event(kind: str, cdr_id: str, at_ms: int, cost: int) -> dict[str, Any]:
 
 async def get_cdr(request: Request) -> Response:
     sandbox = get_sandbox(request)
-    cdr_id = str(request.path_params["cdr_id"]).lower()
+    cdr_id = uuid_id(request, "cdr_id")
     found = locate(sandbox, cdr_id)
     now = now_ms(sandbox)
     if found is None:

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from connectors.sandbox.http import ApiError, fail, get_sandbox, json_response, paginate
+from connectors.sandbox.params import parse_int
 from connectors.sandbox.reads import NO_QUERY, PAGING, Json, ReadRoutes, int_id, one, uuid_id
 
 READS = ReadRoutes()
@@ -39,11 +40,12 @@ def _filter_users(request: Request, users: list[Json], *, extension: bool) -> li
     email = q.get("email")
     if email is not None and not _EMAIL.fullmatch(email):
         raise fail({"email": ["must be an email address"]})
-    group = q.get("security_access_group_id")
-    if group is not None:
-        if not group.lstrip("-").isdigit():
+    raw_group = q.get("security_access_group_id")
+    if raw_group is not None:
+        group = parse_int(raw_group)
+        if group is None:
             raise fail({"security_access_group_id": ["must be an integer"]})
-        out = [u for u in out if u["security_access_group"]["id"] == int(group)]
+        out = [u for u in out if u["security_access_group"]["id"] == group]
     return out
 
 

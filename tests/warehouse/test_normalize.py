@@ -147,11 +147,15 @@ def test_dedup_keeps_the_last_revision() -> None:
     assert n.cdrs.filter(pl.col("id") == "dup")["cost"].to_list() == [Decimal("0.25")]
 
 
-def test_cost_is_exact_without_float_noise() -> None:
+def test_cost_with_float_noise_is_quarantined_not_rounded() -> None:
+    # Issue 22: money is never rounded; before, this cost landed as 0.1.
     body = b'{"cdrs":[' + orjson.dumps(_rec(id="a"))[:-1] + b'}],"metadata":{"total":1}}'
     body = body.replace(b'"cost":0.0123', b'"cost":0.1000000000000000055511151231257827')
     n = normalize(decode_page(body))
-    assert n.cdrs["cost"].to_list() == [Decimal("0.1")]
+    assert n.cdrs.height == 0
+    assert n.quarantine["reason"].to_list() == [
+        "cost has more than 6 decimals (Decimal(18,6) would round it)"
+    ]
 
 
 def test_a_page_without_cdrs_is_an_error() -> None:

@@ -11,7 +11,8 @@ Properties:
   wins), never both, never dropped; spec-valid records land in `cdrs`, corrupt ones in
   quarantine;
 * every frame's schema is its TableSpec's `polars_schema()`;
-* the cost is `Decimal(<the JSON token as written>)` quantized to 6 places, to the last digit;
+* the cost is `Decimal(<the JSON token as written>)`, to the last digit; a cost Decimal(18,6)
+  cannot hold exactly (issue 22: money is never rounded) is quarantined with the reason why;
 * `raw_cdrs.record` is the record's exact (minified) text;
 * the typed path (`decode_page_typed` + `normalize_decoded`) equals the lake path
   (`decode_page` + `normalize`) frame by frame.
@@ -46,6 +47,14 @@ SETTINGS = settings(
 )
 SIX = Decimal("0.000001")
 MAX_COST = Decimal("999999999999.999999")  # Decimal(18, 6)
+
+
+def fits(token: str) -> bool:
+    """Whether Decimal(18, 6) holds the cost token exactly (else it is quarantined)."""
+    value = Decimal(token)
+    return value == value.quantize(SIX) and abs(value) <= MAX_COST
+
+
 SPECS: dict[str, TableSpec] = {
     CDRS.name: CDRS,
     CDR_QUARANTINE.name: CDR_QUARANTINE,
@@ -307,7 +316,7 @@ def records(draw: st.DrawFn, ids: list[str]) -> Rec:
     order = draw(st.permutations(list(rec)))
     rec = {k: rec[k] for k in order}
     token = draw(cost_tokens())
-    valid = True
+    valid = token is None or fits(token)
     corrupt = draw(st.sampled_from([None] * 8 + ["string cost", "bad started_at"]))
     if corrupt == "string cost" and token is not None:
         rec["cost"] = token  # a JSON string where the spec has a number
@@ -390,9 +399,7 @@ def test_every_record_lands_once_with_exact_types_and_costs(
             )
         # Costs to the last digit, in cdrs and in every per-type table.
         expected = {
-            i: None if r.cost is None else Decimal(r.cost).quantize(SIX)
-            for i, r in latest.items()
-            if r.valid
+            i: None if r.cost is None else Decimal(r.cost) for i, r in latest.items() if r.valid
         }
         for frame in (tables.cdrs, *per_type.values()):
             got = dict(zip(frame["id"].to_list(), frame["cost"].to_list(), strict=True))
@@ -428,8 +435,14 @@ def test_costs_survive_to_the_last_digit(tokens: list[str | None]) -> None:
         for i, t in enumerate(tokens)
     ]
     page = ('{"cdrs":[' + ",".join(recs) + "]}").encode()
+    exact = [t is None or fits(t) for t in tokens]
     for tables in both_paths([page]):
-        assert tables.quarantine.height == 0
-        want = [None if t is None else Decimal(t).quantize(SIX) for t in tokens]
+        want = [
+            None if t is None else Decimal(t) for t, ok in zip(tokens, exact, strict=True) if ok
+        ]
         assert tables.cdrs["cost"].to_list() == want
         assert tables.cdr_sms["cost"].to_list() == want
+        # A cost that does not fit exactly is quarantined, never rounded.
+        quarantined = [f"c{i}" for i, ok in enumerate(exact) if not ok]
+        assert tables.quarantine["id"].to_list() == quarantined
+        assert all("cost has more than" in r for r in tables.quarantine["reason"].to_list())

@@ -31,17 +31,22 @@ class Api:
     """A synchronous face over httpx.AsyncClient on the sandbox's in-process transport.
 
     Every path is sent with ``prefix`` in front: the read tests give full paths (prefix ""),
-    the write tests give paths below ``/api/v4`` (prefix=V4).
+    the write tests give paths below ``/api/v4`` (prefix=V4). ``transport`` replaces the
+    sandbox's own (e.g. one that answers an app exception with a 500, as a socket would).
     """
 
     def __init__(
-        self, sandbox: Sandbox, key: str | None = DEFAULT_API_KEY, prefix: str = ""
+        self,
+        sandbox: Sandbox,
+        key: str | None = DEFAULT_API_KEY,
+        prefix: str = "",
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._prefix = prefix
         self._runner = asyncio.Runner()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.AsyncClient(
-            transport=sandbox.transport(), base_url=sandbox.base_url, headers=headers
+            transport=transport or sandbox.transport(), base_url=sandbox.base_url, headers=headers
         )
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
