@@ -56,9 +56,9 @@ def validate_range(start: date, end: date, today: date) -> None:
 
 
 def env_shape_problem(env: Mapping[str, str]) -> str | None:
-    """A variable whose value cannot work, told from its shape alone (no I/O, no Dagster):
-    the source (CC_API_BASE_URL, then the key it needs) and CDRHOUSE_LAKE_URI. Never falls
-    back to fake data, never half-starts."""
+    """A variable whose value cannot work, told from its shape alone (no Dagster): the source
+    (CC_API_BASE_URL, then the key it needs), CDRHOUSE_LAKE_URI, DAGSTER_HOME and
+    CDRHOUSE_START_DATE. Never falls back to fake data, never half-starts."""
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
         return problem
@@ -69,6 +69,12 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
         problem = lake_uri_problem(lake_uri)
         if problem is not None:
             return f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}"
+    home = env.get("DAGSTER_HOME")
+    if home and not Path(home).is_dir():
+        return (
+            f"DAGSTER_HOME={home!r} is not a directory: create it (it holds dagster.yaml, e.g. "
+            "pipelines/deploy/dagster.yaml) or unset it to run on a throwaway instance"
+        )
     first = env.get("CDRHOUSE_START_DATE")
     with contextlib.suppress(ValueError):  # not a date: the settings say so, in their words
         problem = start_date_problem(date.fromisoformat(first)) if first else None

@@ -436,7 +436,7 @@ class ObjectStore:
         they may list and write the lake's prefix; and the local spool has room. One attempt
         per request, short timeouts: a setup mistake answers in seconds, not after retries.
         The write goes to a temp key under `<lake>/_tmp/`, deleted again."""
-        probe_directory(self.spool_dir(), "the spool directory (TMPDIR) of")
+        probe_directory(self.spool_dir(), "the spool directory (TMPDIR)")
         if self.protocol in S3_SCHEMES:
             self._probe_s3(timeout_s)
             return

@@ -104,6 +104,11 @@ SETUP_CASES: dict[str, tuple[dict[str, str], tuple[str, str] | None, tuple[str, 
         None,
         ("CDRHOUSE_START_DATE='0001-01-01'", "2000-01-01"),
     ),
+    "dagster-home-missing": (
+        {"DAGSTER_HOME": "{tmp}/no-such-home"},
+        None,
+        ("DAGSTER_HOME=", "is not a directory"),
+    ),
     "base-url-typo": (
         {"CC_API_BASE_URL": "sandbx"},
         None,
