@@ -2,11 +2,12 @@
 
 A setup mistake (a typo in a variable, a missing bucket, refused credentials, a stopped
 instance database, a full disk) fails the same way on every retry. `cdrhouse ingest` checks what
-it can before it starts a run, cheaply and without retries (`probe_lake`, `open_instance`), and
-exits 2 with one line naming what to fix; what only shows mid-run is classified here too: a step
-that meets one fails at once (`fatal_setup_errors`, error class `SetupError`, not retried by
-the asset's RetryPolicy), and a run whose instance database stops answering ends the command
-(`storage_problem`, `fail_fast_storage`). A run that could not be recorded as ended is marked
+it can before it starts a run, cheaply and without retries (`source_problem`, `probe_lake`,
+`probe_instance_database`, `open_instance`), and exits 2 with one line naming what to fix;
+what only shows mid-run is classified here too: a step that meets one fails at once
+(`fatal_setup_errors`, error class `SetupError`, not retried by the asset's RetryPolicy), and
+a run whose instance database stops answering ends the command (`storage_problem`,
+`fail_fast_storage`). A run that could not be recorded as ended is marked
 FAILED by the next `cdrhouse ingest` (`close_unrecorded_runs`).
 
 Only the standard library at module level: `cdrhouse --help` imports this module's importers.
@@ -236,7 +237,9 @@ def storage_problem(exc: BaseException, state: str = "cannot be used") -> str | 
             "DAGSTER_PG_PORT, DAGSTER_PG_USERNAME, DAGSTER_PG_PASSWORD and DAGSTER_PG_DB "
             "are right"
         )
-    return f"Dagster's instance storage (from $DAGSTER_HOME/dagster.yaml) {state}: {_redact(text)}"
+    return (
+        f"Dagster's instance storage (under $DAGSTER_HOME or a temp dir) {state}: {_redact(text)}"
+    )
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -265,17 +268,12 @@ def _redact(text: str) -> str:
     return text
 
 
-class _StorageWatch(logging.Filter):
-    """Notices dagster-postgres' "Retrying failed database connection" (logged on the root
-    logger before each retry) and drops it: the command says it once, in its own line."""
-
-    lost = False
+class _DropRetryWarnings(logging.Filter):
+    """Drops dagster-postgres' "Retrying failed database connection" warnings (logged on the
+    root logger, with the whole error, before each attempt): the command says it once."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("Retrying failed database connection"):
-            self.lost = True
-            return False
-        return True
+        return not str(record.msg).startswith("Retrying failed database connection")
 
 
 class _WithoutLostLogWrites:
@@ -415,7 +413,7 @@ def uses_postgres(env: Mapping[str, str]) -> bool:
 
 
 @contextlib.contextmanager
-def fail_fast_storage(postgres: bool = True) -> Iterator[_StorageWatch]:
+def fail_fast_storage(postgres: bool = True) -> Iterator[None]:
     """Within: each instance-database call is tried once, not retried.
 
     dagster-postgres retries every failed connection 5 times with backoff (about 6 s), and a
@@ -423,7 +421,7 @@ def fail_fast_storage(postgres: bool = True) -> Iterator[_StorageWatch]:
     a stopped PostgreSQL to the end of `cdrhouse ingest`, and 91-172 lines of tracebacks. The
     command is interactive and says what to fix; the daemon and the webserver keep Dagster's
     retries (this changes only the process it runs in)."""
-    watch = _StorageWatch()
+    quiet = _DropRetryWarnings()
     retry = None
     with contextlib.suppress(ImportError):
         if postgres:  # importing dagster-postgres (SQLAlchemy, alembic) costs a second
@@ -432,18 +430,18 @@ def fail_fast_storage(postgres: bool = True) -> Iterator[_StorageWatch]:
             retry = utils.retry_pg_connection_fn
     saved = retry.__defaults__ if retry is not None else None
     root = logging.getLogger()
-    root.addFilter(watch)
+    root.addFilter(quiet)
     stderr = sys.stderr
     sys.stderr = _WithoutLostLogWrites(stderr)
     try:
         if retry is not None and saved is not None:
             retry.__defaults__ = (0, *saved[1:])
-        yield watch
+        yield
     finally:
         if retry is not None:
             retry.__defaults__ = saved
         sys.stderr = stderr
-        root.removeFilter(watch)
+        root.removeFilter(quiet)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,6 @@ from tests.support.cli import (
     tree,
 )
 from tests.support.clock import SessionClock
-from warehouse.stores import setup_problem
 
 SIZE = "1m"
 FILLER = "filler"
@@ -161,6 +160,8 @@ def test_a_step_meeting_a_full_disk_is_not_retried_by_its_retry_policy(
 def test_duckdb_meeting_a_full_disk_is_a_setup_error() -> None:
     """DuckDB says "No space left on device" in text only (no errno): still a setup error, so
     a view refresh on a full disk is not retried either."""
+    from warehouse.stores import setup_problem  # here: the module's other tests run on old code
+
     with small_filesystem(free_bytes=0) as fs:
         with pytest.raises(duckdb.Error) as info:  # noqa: PT012 - the write is what fails
             con = duckdb.connect(str(fs / "warehouse.duckdb"))
