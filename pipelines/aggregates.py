@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
+from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import WarehouseResource
 from warehouse.lake import footer_source
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
@@ -53,6 +54,7 @@ def build_aggregate_assets(
         ],
         can_subset=True,
     )
+    @fatal_setup_errors
     def reporting_aggregates(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:

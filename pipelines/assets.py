@@ -29,6 +29,7 @@ from models.timestamps import iso_ms
 from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
 from pipelines.checks import CDR_CHECK_SPECS, RAW_CDRS, known_user_ids, row_count_result
 from pipelines.checks import selected as selected_checks
+from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import (
     ContactCenterResource,
     WarehouseResource,
@@ -187,6 +188,7 @@ def build_cdr_assets(
         check_specs=list(CDR_CHECK_SPECS),
         can_subset=True,
     )
+    @fatal_setup_errors
     def raw_cdrs(
         context: dg.AssetExecutionContext,
         contact_center: ContactCenterResource,
@@ -280,6 +282,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
             for table in source.tables
         ],
     )
+    @fatal_setup_errors
     def snapshot(
         context: dg.AssetExecutionContext,
         contact_center: ContactCenterResource,

@@ -1,23 +1,32 @@
-"""`cdrhouse ingest` and `cdrhouse demo`: check the range and the source, then run the jobs.
+"""`cdrhouse ingest` and `cdrhouse demo`: check the range and the setup, then run the jobs.
 
 `ingest` runs the very Dagster jobs the UI and the schedule run (`pipelines.cli_runs`), against
 `DagsterInstance.get()` when `DAGSTER_HOME` is set (so the runs show in the UI) and an ephemeral
-instance otherwise. Nothing heavy at module level (`cdrhouse --help` imports this module):
-each command imports what it needs when it runs.
+instance otherwise. Before any run it checks, cheapest first, and stops at the first mistake
+with one line (exit 2): the range, the variables' shapes (before Dagster is even imported), the
+source, then the lake (can it be written now: bucket, credentials, disk) and the instance
+database (`pipelines.preflight`). Nothing heavy at module level (`cdrhouse --help` imports this
+module): each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from pipelines.cli_runs import ensure_pool, run_ingest
-
-if TYPE_CHECKING:
-    import dagster as dg
+from pipelines.preflight import (
+    SetupError,
+    probe_instance_database,
+    probe_lake,
+    source_problem,
+    start_date_problem,
+    start_problem,
+)
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -32,7 +41,11 @@ class CliError(Exception):
 
 
 def validate_range(start: date, end: date, today: date) -> None:
-    """`[start, end)` must hold at least one complete UTC day, none of them today or later."""
+    """`[start, end)` must hold at least one complete UTC day, none of them today or later,
+    none before `pipelines.preflight.EARLIEST_DAY`."""
+    problem = start_problem(start, today)
+    if problem is not None:
+        raise CliError(problem)
     if end <= start:
         raise CliError(f"--end {end} must be after --start {start} (the range is [start, end))")
     if end > today:
@@ -42,12 +55,30 @@ def validate_range(start: date, end: date, today: date) -> None:
         )
 
 
-def _instance(env: Mapping[str, str]) -> dg.DagsterInstance:
-    import dagster as dg
+def env_shape_problem(env: Mapping[str, str]) -> str | None:
+    """A variable whose value cannot work, told from its shape alone (no Dagster): the source
+    (CC_API_BASE_URL, then the key it needs), CDRHOUSE_LAKE_URI, DAGSTER_HOME and
+    CDRHOUSE_START_DATE. Never falls back to fake data, never half-starts."""
+    problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
+    if problem is not None:
+        return problem
+    lake_uri = env.get("CDRHOUSE_LAKE_URI")
+    if lake_uri:
+        from warehouse.stores import lake_uri_problem
 
-    if env.get("DAGSTER_HOME"):
-        return dg.DagsterInstance.get()
-    return dg.DagsterInstance.ephemeral()
+        problem = lake_uri_problem(lake_uri)
+        if problem is not None:
+            return f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}"
+    home = env.get("DAGSTER_HOME")
+    if home and not Path(home).is_dir():
+        return (
+            f"DAGSTER_HOME={home!r} is not a directory: create it (it holds dagster.yaml, e.g. "
+            "pipelines/deploy/dagster.yaml) or unset it to run on a throwaway instance"
+        )
+    first = env.get("CDRHOUSE_START_DATE")
+    with contextlib.suppress(ValueError):  # not a date: the settings say so, in their words
+        problem = start_date_problem(date.fromisoformat(first)) if first else None
+    return f"CDRHOUSE_START_DATE={first!r}: {problem}" if problem else None
 
 
 def env_data_dir(env: Mapping[str, str]) -> Path:
@@ -66,6 +97,17 @@ def cmd_ingest(
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
+    problem = env_shape_problem(env)  # so does a variable that cannot work, whatever its use
+    if problem is not None:
+        raise CliError(problem)
+    data_dir = env_data_dir(env)
+    try:
+        # Can the lake be written now (the bucket, the credentials, the disk)? Writes nothing.
+        probe_lake(env.get("CDRHOUSE_LAKE_URI") or (data_dir / "lake").as_uri(), data_dir)
+        # And can the instance's database (PostgreSQL) be reached, with a timeout?
+        probe_instance_database(env, data_dir)
+    except SetupError as exc:
+        raise CliError(str(exc)) from None
     import dagster as dg
 
     from pipelines.settings import SettingsError
@@ -81,15 +123,12 @@ def cmd_ingest(
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     from pipelines.partitions import partition_keys
-    from pipelines.resources import is_sandbox, source_problem
+    from pipelines.preflight import fail_fast_storage, open_instance, uses_postgres
+    from pipelines.resources import is_sandbox
     from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
     from warehouse.viewsql import WAREHOUSE_FILE
 
-    # Before anything is built or written: never fall back to fake data, never half-start.
-    problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
-    if problem is not None:
-        raise CliError(problem)
     try:
         # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
         first_day = min(start_date_from_env(env), start)
@@ -119,23 +158,31 @@ def cmd_ingest(
         if is_sandbox(env.get("CC_API_BASE_URL"))
         else env["CC_API_BASE_URL"]
     )
-    data_dir = env_data_dir(env)
-    print(
-        f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} into {data_dir}",
-        file=out,
-        flush=True,
-    )
-    with _instance(env) as instance, api_environ(env):
-        ensure_pool(instance)
-        report = run_ingest(
-            defs,
-            keys,
-            instance=instance,
-            data_dir=data_dir,
-            snapshots=snapshots,
-            verbose=verbose,
-            out=out,
-        )
+    try:
+        with (
+            fail_fast_storage(uses_postgres(env)),
+            open_instance(env, data_dir, ensure_pool) as instance,
+            api_environ(env),
+        ):
+            print(
+                f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} "
+                f"into {data_dir}",
+                file=out,
+                flush=True,
+            )
+            report = run_ingest(
+                defs,
+                keys,
+                instance=instance,
+                data_dir=data_dir,
+                snapshots=snapshots,
+                verbose=verbose,
+                out=out,
+            )
+    except SetupError as exc:
+        raise CliError(str(exc)) from None
+    if report.setup_error is not None:
+        raise CliError(report.setup_error)  # the views are left as they were
     if not warehouse.lake().is_local:
         warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
     if not report.success:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,9 @@ class RunLine:
     checks_total: int = 0
     retries: list[str] = field(default_factory=list)
     failure: str | None = None
+    # One line when the run met a setup error (a full disk, a missing bucket, refused
+    # credentials): no retry fixes it, so `cdrhouse ingest` says only that and exits 2.
+    setup_error: str | None = None
 
 
 @dataclass
@@ -46,6 +50,10 @@ class IngestReport:
     @property
     def success(self) -> bool:
         return all(r.success and not r.checks_failed for r in self.runs)
+
+    @property
+    def setup_error(self) -> str | None:
+        return next((r.setup_error for r in self.runs if r.setup_error), None)
 
 
 def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) -> RunLine:
@@ -106,8 +114,14 @@ def run_ingest(
     out: TextIO | None = None,
     on_run: Callable[[RunLine], None] | None = None,
 ) -> IngestReport:
-    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure."""
+    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure.
+
+    A run that meets a setup error (a step failed with error class `SetupError`: a full disk, a
+    missing bucket, refused credentials) prints nothing and sets `RunLine.setup_error`, one
+    line naming the failure file. Raises `pipelines.preflight.SetupError` (one line) when the
+    instance database stops answering: the run cannot even be recorded as ended."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
+    from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
     from pipelines.resources import ContactCenterResource
     from pipelines.sensors import (
         failure_summary,
@@ -130,19 +144,49 @@ def run_ingest(
     plan += [(k, CDR_JOB, k) for k in keys]
     for label, job_name, partition in plan:
         begun = time.perf_counter()
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            run_config=dict(run_config),
-            instance=instance,
-            partition_key=partition,
-            raise_on_error=False,
-        )
-        line = _summarize(label, result, time.perf_counter() - begun)
+        run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
+        try:
+            result = defs.resolve_job_def(job_name).execute_in_process(
+                run_config=dict(run_config),
+                instance=instance,
+                partition_key=partition,
+                raise_on_error=False,
+                run_id=run_id,
+            )
+            line = _summarize(label, result, time.perf_counter() - begun)
+            run = instance.get_run_by_id(result.run_id) if not result.success else None
+        except Exception as exc:
+            problem = storage_problem(exc, state="stopped answering during a run")
+            if problem is None:
+                raise
+            where = f"the run of {label} ({run_id})"
+            written = write_failure(
+                data_dir, run_id, job_name, partition, problem, None, recorded=False
+            )
+            details = f"; details: {written}" if written else ""
+            raise SetupError(
+                f"{problem}; {where} is not recorded as ended (the next cdrhouse ingest marks "
+                f"it FAILED){details}"
+            ) from None
         if not result.success:
-            run = instance.get_run_by_id(result.run_id)
             assert run is not None
             failures = [e for e in result.all_events if e.is_step_failure]
             summary = failure_summary(run, failures)
+            setup = [s for s in summary["failed_steps"] if s["error_class"] == SETUP_ERROR]
             line.failure = summary_line(summary)
+            if setup:
+                # No retry fixes it, and the next day would meet it too: one line, exit 2.
+                try:
+                    written = write_failure_summary(data_dir, summary)
+                except OSError:  # the full disk may be this very one
+                    written = None
+                details = f"; details: {written}" if written else ""
+                line.failure += f"\n     {setup[0]['message']}{details}"
+                line.setup_error = f"{label}: {setup[0]['message']}{details}"
+                report.runs.append(line)
+                if on_run is not None:
+                    on_run(line)
+                break
             # Like the sensor: with no source configured nothing is written, not even this.
             if not source_not_configured(summary):
                 path = write_failure_summary(data_dir, summary)

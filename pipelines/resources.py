@@ -25,6 +25,14 @@ from pydantic import Field, ValidationError
 
 from connectors.contact_center.settings import ClientSettings
 from pipelines.partitions import DEFAULT_START_DATE
+
+# The source checks live in `pipelines.preflight` (the CLI runs them before importing Dagster);
+# re-exported here, where the resource uses them.
+from pipelines.preflight import MISSING_KEY_MESSAGE as MISSING_KEY_MESSAGE
+from pipelines.preflight import NOT_CONFIGURED_MESSAGE as NOT_CONFIGURED_MESSAGE
+from pipelines.preflight import SANDBOX as SANDBOX
+from pipelines.preflight import is_sandbox as is_sandbox
+from pipelines.preflight import source_problem
 from warehouse.lake import Lake
 
 if TYPE_CHECKING:
@@ -32,32 +40,8 @@ if TYPE_CHECKING:
     from connectors.sandbox import Sandbox
 
 SANDBOX_BASE_URL = "http://127.0.0.1"
-# The CC_API_BASE_URL value that selects the bundled sandbox (case-insensitive).
-SANDBOX = "sandbox"
 # metadata["error_class"] of the failure below: the failure sensor writes no file for it.
 SOURCE_NOT_CONFIGURED = "SourceNotConfigured"
-NOT_CONFIGURED_MESSAGE = (
-    "no data source configured: set CC_API_BASE_URL to your cluster URL "
-    "(https://<cluster_id>.<service_domain>) and CC_API_KEY to a v4 API key, "
-    "or CC_API_BASE_URL=sandbox for the bundled emulator"
-)
-MISSING_KEY_MESSAGE = (
-    "CC_API_BASE_URL is set but CC_API_KEY is not: set CC_API_KEY to a v4 API key with the "
-    "reporting/users/routing/campaigns/numbers/billing scopes"
-)
-
-
-def is_sandbox(base_url: str | None) -> bool:
-    return (base_url or "").strip().lower() == SANDBOX
-
-
-def source_problem(base_url: str | None, api_key: str | None) -> str | None:
-    """The one-line reason no API can be called with these settings, or None if one can."""
-    if not (base_url or "").strip():
-        return NOT_CONFIGURED_MESSAGE
-    if not is_sandbox(base_url) and not api_key:
-        return MISSING_KEY_MESSAGE
-    return None
 
 
 def config_failure(message: str, error_class: str = SOURCE_NOT_CONFIGURED) -> dg.Failure:

@@ -9,10 +9,12 @@ resolved in each run process (see `definitions.py`), so the key never enters a m
 from collections.abc import Mapping
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipelines.partitions import DEFAULT_START_DATE
+from pipelines.preflight import start_date_problem
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+from warehouse.stores import lake_uri_problem
 
 DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
 
@@ -35,6 +37,22 @@ class Settings(BaseModel):
     )
     owners: str | None = Field(None, alias="CDRHOUSE_OWNERS")
 
+    @field_validator("lake_uri")
+    @classmethod
+    def _check_lake_uri(cls, value: str | None) -> str | None:
+        problem = None if value is None else lake_uri_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("start_date")
+    @classmethod
+    def _check_start_date(cls, value: date) -> date:
+        problem = start_date_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
 
 _NAMES = frozenset(str(f.alias) for f in Settings.model_fields.values())
 
@@ -47,4 +65,5 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
     except ValidationError as exc:
         error = exc.errors()[0]
         name = str(error["loc"][0]) if error["loc"] else "environment"
-        raise SettingsError(f"{name}={values.get(name)!r}: {error['msg']}") from None
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise SettingsError(f"{name}={values.get(name)!r}: {message}") from None

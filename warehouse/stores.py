@@ -3,12 +3,19 @@
 Each store offers the few operations the lake needs (exists, read, create-exclusive, list,
 spool, publish, delete); `publish` is the atomic step: fsync + `os.replace` on a local disk, one
 PUT (or a completed multipart upload) on an object store. `warehouse.lake` builds on them.
+
+Setup mistakes are told apart from transient failures here, where the errors are known:
+`lake_uri_problem` (a URI that cannot name a lake), `probe()` (can this store be written, now,
+without retries: the bucket exists, the credentials are accepted, the disk has room) and
+`setup_problem(exc)` (an error met mid-run that no retry can fix: a full disk, a missing bucket,
+refused credentials). Each gives one line saying what to fix, never a credential.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import shutil
 import tempfile
@@ -23,8 +30,73 @@ import pyarrow.parquet as pq
 PART_FILE = "part-0.parquet"
 TMP_DIR = "_tmp"
 LOCAL_SCHEMES = ("", "file")
+# Object stores a lake may live on, and the fsspec package each needs.
+OBJECT_SCHEMES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+    "az": "adlfs",
+}
+S3_SCHEMES = ("s3", "s3a")
 # Where partitions bound for an object store are spooled (the pod's own throwaway disk).
 SPOOL_DIR = "cdrhouse-spool"
+# What the write probe writes (and removes): enough to meet a full disk, too little to matter.
+PROBE_BYTES = 16 * 1024
+PROBE_TIMEOUT_S = 5.0
+# Errors of a disk that has no room left (or a file size or quota limit): no retry helps.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+_DISK_FULL_TEXTS = tuple(os.strerror(e) for e in sorted(DISK_FULL_ERRNOS))
+_USAGE = (
+    "a lake is a local path, file:///abs/path, s3://<bucket>/<prefix>, gs://<bucket>/<prefix> "
+    "or abfs://<container>/<prefix>"
+)
+
+
+class StoreSetupError(Exception):
+    """The lake's store cannot be used as configured (message: one line, what to fix)."""
+
+
+def lake_uri_problem(uri: str) -> str | None:
+    """Why `uri` cannot name a lake (one line), or None. Checks the shape only: no I/O."""
+    if not uri.strip() or uri != uri.strip():
+        return f"the lake URI must not be empty or padded with spaces; {_USAGE}"
+    try:
+        parsed = urlparse(uri)
+    except ValueError as exc:
+        return f"not a URI ({exc}); {_USAGE}"
+    scheme = parsed.scheme.lower()
+    if scheme == "":
+        return None  # a plain path
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            return (
+                f"file:// takes an absolute path after a third slash (file:///abs/path): here "
+                f"{parsed.netloc!r} would be read as a host name"
+            )
+        if not parsed.path.startswith("/"):
+            return "file: takes an absolute path: file:///abs/path"
+        return None
+    if scheme not in OBJECT_SCHEMES:
+        return f"{scheme}:// is not supported; {_USAGE}"
+    if not uri.lower().startswith(f"{scheme}://") or not parsed.netloc:
+        return (
+            f"no bucket could be read from it: write {scheme}://<bucket>/<prefix> (two "
+            "slashes, then the bucket)"
+        )
+    if "@" in parsed.netloc:
+        return "the lake URI must not carry credentials: use the store's own variables"
+    if parsed.query or parsed.fragment:
+        return "the lake URI must not carry a query or a fragment"
+    return None
+
+
+def _check_uri(uri: str) -> None:
+    problem = lake_uri_problem(uri)
+    if problem is not None:
+        raise ValueError(f"lake URI {uri!r}: {problem}")
 
 
 def is_local_uri(uri: str) -> bool:
@@ -35,8 +107,141 @@ def root_from_uri(uri: str) -> Path:
     """`file:///abs/path` or a plain path -> Path (local lakes only)."""
     parsed = urlparse(uri)
     if parsed.scheme in LOCAL_SCHEMES:
+        _check_uri(uri)
         return Path(unquote(parsed.path) if parsed.scheme else uri).resolve()
     raise ValueError(f"not a local lake URI (scheme {parsed.scheme!r}): {uri}")
+
+
+def disk_full(exc: BaseException) -> OSError | None:
+    """The out-of-space error in `exc`'s chain (ENOSPC, EFBIG, EDQUOT), if any. DuckDB reports
+    one as text only ("IO Error: Could not write file ...: No space left on device"); other
+    errors' text is not read (an API's message may quote its own server's full disk)."""
+    for link in _chain(exc):
+        if isinstance(link, OSError) and link.errno in DISK_FULL_ERRNOS:
+            return link
+        if not type(link).__module__.startswith(("duckdb", "_duckdb")):
+            continue
+        text = str(link)
+        for code, strerror in zip(sorted(DISK_FULL_ERRNOS), _DISK_FULL_TEXTS, strict=True):
+            if strerror in text:
+                return OSError(code, strerror)
+    return None
+
+
+def disk_full_message(where: Path | str, error: OSError) -> str:
+    strerror = os.strerror(error.errno or errno.ENOSPC)  # pyarrow's strerror is a paragraph
+    return (
+        f"{strerror} on the disk holding {where}: free space there (or point "
+        "CDRHOUSE_DATA_DIR / CDRHOUSE_LAKE_URI, or TMPDIR for an object-store lake's spool, "
+        "at a bigger disk) and re-run"
+    )
+
+
+def setup_problem(exc: BaseException, where: str = "the lake") -> str | None:
+    """A one-line description of `exc` if no retry can fix it (a full disk, a missing bucket,
+    refused or missing credentials), else None: it may be transient, let the retries run."""
+    full = disk_full(exc)
+    if full is not None:
+        return disk_full_message(getattr(full, "filename", None) or where, full)
+    return _s3_problem(exc, where, during_run=True)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
+
+
+# S3 error codes that no retry can fix, and what to do about each.
+_S3_CREDENTIALS = "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"
+_S3_FIXES = {
+    "InvalidAccessKeyId": (
+        f"S3 does not know the access key id (InvalidAccessKeyId): {_S3_CREDENTIALS}"
+    ),
+    "SignatureDoesNotMatch": (
+        "S3 rejected the signature (SignatureDoesNotMatch): AWS_SECRET_ACCESS_KEY does not "
+        "belong to AWS_ACCESS_KEY_ID"
+    ),
+    "InvalidToken": "S3 rejected the session token (InvalidToken): refresh AWS_SESSION_TOKEN",
+    "ExpiredToken": "the S3 session token has expired (ExpiredToken): refresh the credentials",
+    "AccessDenied": (
+        "access denied (AccessDenied): the credentials need s3:ListBucket, s3:GetObject, "
+        "s3:PutObject and s3:DeleteObject on the lake's bucket and prefix"
+    ),
+    "AllAccessDisabled": "all access to the bucket is disabled (AllAccessDisabled)",
+    "InvalidBucketName": "the bucket name is not a valid S3 bucket name (InvalidBucketName)",
+    "PermanentRedirect": (
+        "the bucket is in another region (PermanentRedirect): set AWS_REGION to the bucket's"
+    ),
+}
+
+
+def _s3_problem(exc: BaseException, where: str, *, during_run: bool) -> str | None:
+    try:
+        from botocore import exceptions as bx
+    except ImportError:  # no S3 support installed: no S3 error either
+        return None
+    for link in _chain(exc):
+        if isinstance(link, bx.NoCredentialsError | bx.PartialCredentialsError):
+            return (
+                f"no S3 credentials found for {where}: set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the pod an IAM role)"
+            )
+        if isinstance(link, bx.ClientError):
+            error = link.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            bucket = error.get("BucketName")
+            if code in ("NoSuchBucket", "404") and (code == "NoSuchBucket" or not during_run):
+                name = f"{bucket!r} " if bucket else ""
+                return (
+                    f"the bucket {name}of {where} does not exist: create it, or fix the "
+                    "bucket in CDRHOUSE_LAKE_URI"
+                )
+            if code in _S3_FIXES:
+                return f"{where}: {_S3_FIXES[code]}"
+            if code == "403" and not during_run:
+                return f"{where}: {_S3_FIXES['AccessDenied']}"
+            return None
+        if not during_run and isinstance(
+            link, bx.EndpointConnectionError | bx.ConnectTimeoutError | bx.ReadTimeoutError
+        ):
+            return (
+                f"cannot reach the object store of {where} ({link}): check AWS_ENDPOINT_URL "
+                "and the network"
+            )
+    return None
+
+
+def probe_directory(path: Path, what: str) -> None:
+    """Raise `StoreSetupError` unless `path` can be created and written: writes PROBE_BYTES to
+    a hidden temp file in its nearest existing directory, fsyncs, and removes it. Creates
+    nothing else (not `path` itself)."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise StoreSetupError(f"{what} {path}: {existing} is not a directory")
+    probe = existing / f".cdrhouse-probe-{uuid.uuid4().hex}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise StoreSetupError(disk_full_message(existing, exc)) from None
+        raise StoreSetupError(
+            f"cannot write {what} {path} ({exc.strerror or exc}): fix the permissions of "
+            f"{existing} or point the variable elsewhere"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
 
 
 class LocalStore:
@@ -97,6 +302,10 @@ class LocalStore:
     def spool_dir(self) -> Path:
         return self.root / TMP_DIR
 
+    def probe(self) -> None:
+        """Raise `StoreSetupError` unless the lake's directory can be created and written."""
+        probe_directory(self.root, "the lake")
+
     def publish(self, tmp: Path, rel: str) -> None:
         fd = os.open(tmp, os.O_RDONLY)
         try:
@@ -146,11 +355,19 @@ class ObjectStore:
     is_local = False
 
     def __init__(self, uri: str) -> None:
+        _check_uri(uri)
         import fsspec  # only object-store lakes need it
 
-        # fsspec caches the instance (per process, per options): its client is reused.
-        self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False)
-        self.protocol = urlparse(uri).scheme
+        self.uri = uri
+        self.protocol = urlparse(uri).scheme.lower()
+        try:
+            # fsspec caches the instance (per process, per options): its client is reused.
+            self.fs, path = fsspec.url_to_fs(uri, use_listings_cache=False)
+        except ImportError:
+            package = OBJECT_SCHEMES.get(self.protocol, "its fsspec package")
+            raise StoreSetupError(
+                f"a {self.protocol}:// lake needs the {package} package: pip install {package}"
+            ) from None
         self.path = path.rstrip("/")
 
     def _p(self, rel: str) -> str:
@@ -213,6 +430,53 @@ class ObjectStore:
 
     def spool_dir(self) -> Path:
         return Path(tempfile.gettempdir()) / SPOOL_DIR
+
+    def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        """Raise `StoreSetupError` unless the bucket exists, the credentials are accepted and
+        they may list and write the lake's prefix; and the local spool has room. One attempt
+        per request, short timeouts: a setup mistake answers in seconds, not after retries.
+        The write goes to a temp key under `<lake>/_tmp/`, deleted again."""
+        probe_directory(self.spool_dir(), "the spool directory (TMPDIR)")
+        if self.protocol in S3_SCHEMES:
+            self._probe_s3(timeout_s)
+            return
+        rel = f"{TMP_DIR}/probe-{uuid.uuid4().hex}"
+        try:
+            self.fs.ls(self.path.split("/", 1)[0])
+            self.fs.pipe_file(self._p(rel), b"")
+            self.fs.rm_file(self._p(rel))
+        except Exception as exc:  # any failure here is the store's setup
+            raise StoreSetupError(f"the lake {self.uri} cannot be written: {exc}") from None
+
+    def _probe_s3(self, timeout_s: float) -> None:
+        import fsspec
+
+        fs, path = fsspec.url_to_fs(
+            self.uri,
+            skip_instance_cache=True,  # this environment's credentials, not a cached client's
+            config_kwargs={
+                "connect_timeout": timeout_s,
+                "read_timeout": timeout_s,
+                "retries": {"total_max_attempts": 1},
+            },
+        )
+        fs.retries = 1  # s3fs's own retry loop, around botocore's
+        bucket, prefix, _ = fs.split_path(path.rstrip("/"))
+        key = f"{prefix}/{TMP_DIR}/probe-{uuid.uuid4().hex}".lstrip("/")
+        where = f"the lake {self.uri}"
+        step = "list"
+        try:
+            fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+            step = "write to"
+            fs.call_s3("put_object", Bucket=bucket, Key=key, Body=b"")
+            step = f"delete the probe object s3://{bucket}/{key} (left behind) from"
+            fs.call_s3("delete_object", Bucket=bucket, Key=key)
+        except Exception as exc:  # classified below, or reported as it is
+            problem = _s3_problem(exc, where, during_run=False)
+            if problem is None:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                problem = f"cannot {step} {where}: {type(exc).__name__}: {first}"
+            raise StoreSetupError(problem) from None
 
     def _abort_uploads(self, rel: str) -> None:
         """Abort unfinished multipart uploads of this key (left by a killed writer)."""

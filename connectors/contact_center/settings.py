@@ -30,6 +30,35 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def looks_like_url(value: str) -> bool:
+    """`scheme://something`: a URL, however wrong, rather than a word or a bare host name."""
+    scheme, sep, rest = value.partition("://")
+    return bool(sep and scheme and rest)
+
+
+def base_url_problem(value: str) -> str | None:
+    """Why `value` cannot be a base URL (one line, never echoing it), or None if it can."""
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number or > 65535
+        return "base_url must look like https://<cluster_id>.<service_domain>"
+    if parts.scheme not in ("https", "http") or not parts.hostname or not port_ok:
+        return "base_url must look like https://<cluster_id>.<service_domain>"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return "base_url must not carry credentials, a query or a fragment"
+    if parts.path not in ("", "/"):
+        return "base_url must not carry a path; /api/v4 is added by the client"
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        return "HTTPS is required (plain HTTP is allowed only for loopback hosts)"
+    return None
+
+
+def is_host_name(value: str) -> bool:
+    """A DNS name such as acme.cc.example.com (what a URL without its scheme looks like)."""
+    return bool(_HOSTNAME.match(value.lower()))
+
+
 class ClientSettings(BaseModel):
     """How to reach one Contact Center API v4 cluster, and how politely.
 
@@ -97,15 +126,9 @@ class ClientSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise ValueError("base_url must look like https://<cluster_id>.<service_domain>")
-        if parts.username or parts.password or parts.query or parts.fragment:
-            raise ValueError("base_url must not carry credentials, a query or a fragment")
-        if parts.path not in ("", "/"):
-            raise ValueError("base_url must not carry a path; /api/v4 is added by the client")
-        if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-            raise ValueError("HTTPS is required (plain HTTP is allowed only for loopback hosts)")
+        problem = base_url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value.rstrip("/")
 
     @field_validator("sub_window")

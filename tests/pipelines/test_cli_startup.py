@@ -54,6 +54,25 @@ CASES = {
         f"cdrhouse: error: --end {FAR_FUTURE} is beyond today",
     ),
     "bad-days": (["demo", "--days", "many"], {}, 2, "argument --days: invalid int value"),
+    # Setup mistakes told from the arguments and variables alone answer before Dagster loads.
+    "no-source": (
+        ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"],
+        {},
+        2,
+        "cdrhouse: error: no data source configured",
+    ),
+    "start-year-1": (
+        ["ingest", "--start", "0001-01-01", "--end", "0001-01-02"],
+        {"CC_API_BASE_URL": "sandbox"},
+        2,
+        "cdrhouse: error: --start 0001-01-01 is before 2000-01-01",
+    ),
+    "base-url-typo": (
+        ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"],
+        {"CC_API_BASE_URL": "sandbx"},
+        2,
+        "did you mean `sandbox`?",
+    ),
 }
 
 
@@ -86,9 +105,15 @@ def test_the_module_entry_point_help_imports_nothing_heavy(tmp_path: Path) -> No
 
 
 def test_a_real_command_still_loads_what_it_needs(tmp_path: Path) -> None:
-    """The control: a command that runs (here refused for lack of a source, exit 2) does import
-    Dagster, so the checks above would see a regression."""
-    result = run_main(tmp_path, ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"], {})
+    """The control: a command that gets past the early checks (here refused for a setting the
+    code location validates, exit 2) does import Dagster, so the checks above would see a
+    regression."""
+    env = {
+        "CC_API_BASE_URL": "sandbox",
+        "CDRHOUSE_LOOKBACK_DAYS": "three",
+        "CDRHOUSE_DATA_DIR": str(tmp_path / "data"),
+    }
+    result = run_main(tmp_path, ["ingest", "--start", "2026-11-01", "--end", "2026-11-02"], env)
     assert result["code"] == 2
-    assert "CC_API_BASE_URL" in str(result["err"])
+    assert "CDRHOUSE_LOOKBACK_DAYS" in str(result["err"])
     assert "dagster" in result["modules"]  # type: ignore[operator]

@@ -23,7 +23,8 @@ from pipelines.assets import api_failure
 from pipelines.cli import IngestReport, main, run_ingest
 from pipelines.partitions import partition_window
 from tests.reliability.conftest import CDRS_PATH, LEDGER, NO_CDR_SCOPE_KEY
-from tests.support.clock import FAR_FUTURE
+from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
+from tests.support.clock import FAR_FUTURE, SessionClock
 from tests.support.lake import lake_files, tmp_files, warehouse
 from tests.support.ports import free_port
 from tests.support.served import ServedSandbox
@@ -72,6 +73,76 @@ def test_bad_configuration_fails_with_what_to_fix(
     assert code == expected_code
     assert message in text, text
     _assert_clean(text, tmp_path)
+    LEDGER.bad_inputs.add(case)
+
+
+# Setup mistakes a user makes before any run: (environment, --start/--end or None for a
+# complete recent day, what the one line must say). Each exits 2 within 10 s, as a process.
+SETUP_CASES: dict[str, tuple[dict[str, str], tuple[str, str] | None, tuple[str, ...]]] = {
+    "lake-uri-one-slash": (
+        {"CDRHOUSE_LAKE_URI": "s3:/acme/lake"},
+        None,
+        ("CDRHOUSE_LAKE_URI='s3:/acme/lake'", "s3://<bucket>/<prefix>"),
+    ),
+    "lake-uri-ftp": (
+        {"CDRHOUSE_LAKE_URI": "ftp://x/y"},
+        None,
+        ("CDRHOUSE_LAKE_URI='ftp://x/y'", "ftp:// is not supported"),
+    ),
+    # A host where the path should start (file://data/lake means host "data", path /lake); the
+    # path is the test's own directory, so the unchanged code writes there, not to /lake.
+    "lake-uri-file-with-host": (
+        {"CDRHOUSE_LAKE_URI": "file://data{tmp}/lake"},
+        None,
+        ("CDRHOUSE_LAKE_URI='file://data", "file:///"),
+    ),
+    "start-year-1": ({}, ("0001-01-01", "0001-01-02"), ("--start 0001-01-01", "2000-01-01")),
+    "start-before-the-api": ({}, ("1999-12-31", "2000-01-02"), ("--start 1999-12-31",)),
+    "start-after-today": ({}, (FAR_FUTURE, "2999-01-02"), ("--start 2999-01-01", "yesterday")),
+    "start-date-env-year-1": (
+        {"CDRHOUSE_START_DATE": "0001-01-01"},
+        None,
+        ("CDRHOUSE_START_DATE='0001-01-01'", "2000-01-01"),
+    ),
+    "dagster-home-missing": (
+        {"DAGSTER_HOME": "{tmp}/no-such-home"},
+        None,
+        ("DAGSTER_HOME=", "is not a directory"),
+    ),
+    "base-url-typo": (
+        {"CC_API_BASE_URL": "sandbx"},
+        None,
+        ("CC_API_BASE_URL='sandbx' is neither a URL nor `sandbox`", "did you mean `sandbox`?"),
+    ),
+    "base-url-no-scheme": (
+        {"CC_API_BASE_URL": "acme.cc.example.com"},
+        None,
+        ("neither a URL nor `sandbox`", "https://acme.cc.example.com"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SETUP_CASES), ids=list(SETUP_CASES))
+def test_setup_mistake_exits_2_at_once_in_one_line(
+    clock: SessionClock, tmp_path: Path, case: str
+) -> None:
+    """The real `cdrhouse ingest` process: exit 2 within 10 s, one line, nothing written."""
+    override, window, needles = SETUP_CASES[case]
+    day = clock.days_ago(2)
+    start, end = window or (day.isoformat(), (day + timedelta(1)).isoformat())
+    data_dir = tmp_path / "data"
+    # No key: a typo in CC_API_BASE_URL must be named before the missing key.
+    env = clean_env(
+        CC_API_BASE_URL="sandbox",
+        CDRHOUSE_DATA_DIR=str(data_dir),
+        CDRHOUSE_SANDBOX_CDRS_PER_DAY="20",
+    )
+    env.update({k: v.format(tmp=tmp_path) for k, v in override.items()})
+    run = run_cdrhouse(["ingest", "--start", start, "--end", end, "--no-snapshots"], env)
+    line = assert_one_line_setup_error(run, *needles)
+    if case == "base-url-no-scheme":
+        assert "did you mean `sandbox`" not in line
+    assert tree(tmp_path) == []  # no lake, no warehouse.duckdb, no failure file
     LEDGER.bad_inputs.add(case)
 
 
