@@ -91,6 +91,16 @@ def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _check_lake_uri(lake_uri: str | None) -> None:
+    """The shape `ingest` checks, for `sql`, `report` and `lake` too: one line, not a traceback."""
+    if lake_uri is None:
+        return
+    from warehouse.stores import lake_uri_problem
+
+    if (problem := lake_uri_problem(lake_uri)) is not None:
+        raise CliError(f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}")
+
+
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     argv = sys.argv[1:] if argv is None else argv
@@ -111,7 +121,9 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             return int(sandbox_cli.run(args))
         if args.command in WAREHOUSE_COMMANDS:
             run = WAREHOUSE_COMMANDS[args.command]
-            return run(args, env_data_dir(env), env.get("CDRHOUSE_LAKE_URI"))
+            lake_uri = env.get("CDRHOUSE_LAKE_URI") or None
+            _check_lake_uri(lake_uri)
+            return run(args, env_data_dir(env), lake_uri)
     except CliError as exc:
         print(f"cdrhouse: error: {exc}", file=sys.stderr)
         return 2

@@ -97,3 +97,20 @@ def test_base_url_problems_come_before_the_key_and_never_echo_a_secret(
     if shown is not None:
         assert f"CC_API_BASE_URL={shown}" in problem
     assert "sk-live" not in problem
+
+
+@pytest.mark.parametrize(
+    "command", [["lake", "info"], ["sql", "select 1"], ["report", "--days", "1"]]
+)
+@pytest.mark.parametrize("uri", ["s3:/acme/lake", "ftp://x/y"])
+def test_warehouse_commands_refuse_a_malformed_lake_uri_in_one_line(
+    command: list[str], uri: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipelines.cli import main
+
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path), "CDRHOUSE_LAKE_URI": uri}
+    assert main(command, env=env) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"cdrhouse: error: CDRHOUSE_LAKE_URI={uri!r}: ")
+    assert list(tmp_path.iterdir()) == []  # nothing written
