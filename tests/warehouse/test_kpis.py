@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import pytest
 from connectors.sandbox.config import DEFAULT_API_KEY
 from models.timestamps import iso_ms, parse_ts
 from pipelines.assets import api_retry_policy
+from pipelines.cli import main
 from pipelines.cli_runs import IngestReport, RunLine, run_ingest
 from pipelines.definitions import build_defs
 from pipelines.mapping_check import CALL_AGG, MAPPING_CHECK
@@ -352,3 +354,29 @@ def test_a_call_value_no_setting_names_makes_the_day_warn_naming_it(served: Serv
     (odd,) = [r for r in served.records[served.day] if r["id"] == served.odd_id]
     assert odd["data"]["end_reason"] == ODD_REASON
     assert outcome(odd, KpiSettings()) == "blocked"
+
+
+def test_cdrhouse_sql_refuses_an_unknown_zone_and_follows_a_new_one(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(served.utc_dir, data)
+    env = {"CDRHOUSE_DATA_DIR": str(data), "CDRHOUSE_TIMEZONE": "Europe/Berln"}
+    assert main(["sql", "SELECT 1"], env) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "cdrhouse: error: CDRHOUSE_TIMEZONE='Europe/Berln': not an IANA time zone; "
+        "use a name like UTC, Europe/Berlin or Australia/Sydney"
+    )
+    env["CDRHOUSE_TIMEZONE"] = "Europe/Berlin"  # the views were built in UTC: rebuilt first
+    query = "SELECT timezone, (SELECT min(interval_start_local) FROM rpt_interval_kpis) FROM kpi_settings"
+    assert main(["sql", "--format", "csv", query], env) == 0
+    zone, first = capsys.readouterr().out.strip().splitlines()[-1].split(",")
+    assert zone == "Europe/Berlin"
+    # Berlin is 1 or 2 hours ahead of UTC: the first interval's wall clock is not midnight UTC.
+    utc_first = min(
+        interval_utc(r) for r in served.records[served.day] if offered(r, KpiSettings())
+    )
+    assert datetime.fromisoformat(first) == utc_first.astimezone(ZoneInfo("Europe/Berlin")).replace(
+        tzinfo=None
+    )
