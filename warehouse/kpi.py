@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 KPI_SETTINGS_VIEW = "kpi_settings"
 
@@ -61,7 +62,9 @@ class KpiSettings:
     def from_json(cls, text: str) -> KpiSettings:
         data = json.loads(text)
         names = {f.name for f in fields(cls)}
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names
+        }
         return cls(**values)
 
 
@@ -94,7 +97,8 @@ def settings_view_sql(kpi: KpiSettings) -> str:
 # The dictionary's text of the settings view (it is generated, not a file of warehouse/sql).
 SETTINGS_COLUMNS = {
     "timezone": "IANA zone of the business day (`CDRHOUSE_TIMEZONE`)",
-    "sl_threshold_s": "service-level threshold T, seconds of queue wait (`CDRHOUSE_SL_THRESHOLD_S`)",
+    "sl_threshold_s": "service-level threshold T, seconds of queue wait "
+    "(`CDRHOUSE_SL_THRESHOLD_S`)",
     "short_abandon_s": "short-abandon threshold S, seconds (`CDRHOUSE_SHORT_ABANDON_S`)",
     "inbound_subtypes": "call subtypes that are inbound (`CDRHOUSE_INBOUND_SUBTYPES`)",
     "outbound_subtypes": "call subtypes that are outbound (`CDRHOUSE_OUTBOUND_SUBTYPES`)",

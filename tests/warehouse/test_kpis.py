@@ -87,7 +87,7 @@ def outcome(rec: dict[str, Any], kpi: KpiSettings) -> str:
 
 def measures(records: list[dict[str, Any]], kpi: KpiSettings) -> dict[str, Any]:
     """Every measure of the table in docs/metrics.md over `records` (offered calls only)."""
-    m: dict[str, Any] = {k: 0 for k in COUNTS} | {k: Decimal(0) for k in SUMS}
+    m: dict[str, Any] = dict.fromkeys(COUNTS, 0) | dict.fromkeys(SUMS, Decimal(0))
     for rec in records:
         m["offered"] += 1
         kind = outcome(rec, kpi)
@@ -189,7 +189,8 @@ def served(clock: SessionClock, tmp_path_factory: pytest.TempPathFactory) -> Ite
         mine = [r for r in calls if r["data"]["queue"]["id"] == queue]
         no_answer = [r["id"] for r in mine if r["disposition"] == "no_answer"]
         answered = [r["id"] for r in mine if r["disposition"] == "answered"]
-        assert len(no_answer) >= 4 and len(answered) >= 2
+        assert len(no_answer) >= 4
+        assert len(answered) >= 2
         odd = no_answer[0]
         rewrites[odd] = _unmapped
         # Waits of exactly T (within SL), T + 1 (not), S (abandoned) and S - 1 (short).
@@ -228,7 +229,9 @@ def test_queue_and_interval_kpis_equal_the_definitions_applied_to_the_raw_record
     waits = {(r["disposition"], r["data"]["durations"]["queue"]) for r in mine}
     assert {("answered", 20), ("answered", 21), ("no_answer", 5), ("no_answer", 4)} <= waits
     want = measures(mine, kpi)
-    assert want["abandoned"] and want["short_abandoned"] and want["blocked"]  # worth comparing
+    assert want["abandoned"]  # a queue worth comparing
+    assert want["short_abandoned"]
+    assert want["blocked"]
     (got,) = _rows(
         served.utc_dir,
         f"SELECT * FROM rpt_queue_kpis WHERE local_date = DATE '{served.day}' "
@@ -280,7 +283,8 @@ def test_a_sydney_day_spanning_two_utc_days_is_exact(served: Served) -> None:
     queues = {r["data"]["queue"]["id"] for r in calls}
     assert {row["queue_id"] for row in rows} == queues
     for row in rows:
-        assert_row(row, measures([r for r in calls if r["data"]["queue"]["id"] == row["queue_id"]], kpi), row["queue_id"])  # fmt: skip
+        theirs = [r for r in calls if r["data"]["queue"]["id"] == row["queue_id"]]
+        assert_row(row, measures(theirs, kpi), row["queue_id"])
     intervals = _rows(
         served.sydney_dir,
         f"SELECT * FROM rpt_interval_kpis WHERE local_date = DATE '{local}'",
@@ -342,7 +346,8 @@ def test_a_call_value_no_setting_names_makes_the_day_warn_naming_it(served: Serv
     assert f"{CALL_AGG}:{MAPPING_CHECK}" in served.utc_line.checks_warned
     key = dg.AssetCheckKey(dg.AssetKey(CALL_AGG), MAPPING_CHECK)
     (record,) = served.instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
-    assert record.event is not None and record.event.dagster_event is not None
+    assert record.event is not None
+    assert record.event.dagster_event is not None
     evaluation = record.event.dagster_event.event_specific_data
     assert isinstance(evaluation, dg.AssetCheckEvaluation)
     assert evaluation.severity == dg.AssetCheckSeverity.WARN
@@ -369,7 +374,10 @@ def test_cdrhouse_sql_refuses_an_unknown_zone_and_follows_a_new_one(
         "use a name like UTC, Europe/Berlin or Australia/Sydney"
     )
     env["CDRHOUSE_TIMEZONE"] = "Europe/Berlin"  # the views were built in UTC: rebuilt first
-    query = "SELECT timezone, (SELECT min(interval_start_local) FROM rpt_interval_kpis) FROM kpi_settings"
+    query = (
+        "SELECT timezone, (SELECT min(interval_start_local) FROM rpt_interval_kpis) "
+        "FROM kpi_settings"
+    )
     assert main(["sql", "--format", "csv", query], env) == 0
     zone, first = capsys.readouterr().out.strip().splitlines()[-1].split(",")
     assert zone == "Europe/Berlin"
