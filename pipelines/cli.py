@@ -116,10 +116,14 @@ def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSet
     """`sql`, `report` and `lake` read views built with the KPI settings configured now: a
     warehouse built with others (another CDRHOUSE_TIMEZONE, say) is rebuilt first, and a
     missing one is built with them when the lake has data. One small read when they agree."""
-    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, built_kpi_settings
+    # `warehouse.viewsql.WAREHOUSE_FILE`, spelled here: importing it would load polars.
+    exists = (data_dir / "warehouse.duckdb").exists()
+    if not exists and lake_uri is None and not (data_dir / "lake").is_dir():
+        return  # no views, no lake: nothing to build (and a usage error stays light)
+    from warehouse.duck import build_warehouse, built_kpi_settings
     from warehouse.lake import Lake
 
-    if (data_dir / WAREHOUSE_FILE).exists():
+    if exists:
         if built_kpi_settings(data_dir) == kpi:
             return
     elif Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:

@@ -110,6 +110,18 @@ def test_queue_service(small: SmallWarehouse, con) -> None:
         (r["date"], r["queue_id"]) for r in convs.select("date", "queue_id").iter_rows(named=True)
     }
     assert set(got) == keys
+    # The latest name: the snapshot's, else (a deleted queue) the newest CDR's; never NULL.
+    live = {q["id"]: q["name"] for q in small.dataset.queues}
+    newest = (
+        pl.concat([f.select("queue_id", "queue_name", "started_at") for f in (calls, convs)])
+        .sort("started_at")
+        .group_by("queue_id")
+        .agg(pl.col("queue_name").last())
+    )
+    cdr_names = dict(zip(newest["queue_id"], newest["queue_name"], strict=True))
+    assert set(cdr_names) - set(live)  # the data holds deleted queues
+    for (_, queue), g in got.items():
+        assert g["current_name"] == live.get(queue, cdr_names[queue]), queue
     for (day, queue), g in got.items():
         c = calls.filter((pl.col("date") == day) & (pl.col("queue_id") == queue))
         v = convs.filter((pl.col("date") == day) & (pl.col("queue_id") == queue))
