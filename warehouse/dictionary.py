@@ -55,6 +55,9 @@ additive counts and seconds per 15-minute UTC interval, with `subtype`, `disposi
 Every zone's offset is a multiple of 15 minutes today, so each interval falls in one local day
 and a local day spanning two UTC partitions is exact. Roll up by summing counts and seconds,
 then recompute percentages and averages from the sums; never average them.
+The views `kpi_queue_names` (latest queue names), `kpi_call_intervals` (the call intervals,
+classified and in local time) and `kpi_queue_intervals` (their sums per interval and queue) are
+the steps between: readable, but not part of the contract.
 
 The older views (`rpt_daily_volume` ... `rpt_sms_delivery`) keep their UTC `date`. Each of them
 (except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with the same columns (minus the
