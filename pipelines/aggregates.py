@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
+from pipelines.mapping_check import CALL_AGG, mapping_check_result, mapping_check_spec
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import WarehouseResource
 from warehouse.lake import footer_source
@@ -50,7 +51,8 @@ def build_aggregate_assets(
                 VOLUME_CHECK,
                 asset=VOLUME_AGG,
                 description="The day's CDR count in agg_daily_volume equals the cdrs rows.",
-            )
+            ),
+            mapping_check_spec(),
         ],
         can_subset=True,
     )
@@ -80,6 +82,8 @@ def build_aggregate_assets(
             )
         if VOLUME_AGG in tables:
             yield _volume_check(tables[VOLUME_AGG], footer.num_rows if footer else 0)
+        if CALL_AGG in tables:
+            yield mapping_check_result(tables[CALL_AGG], warehouse.kpi())
 
     return [reporting_aggregates]
 

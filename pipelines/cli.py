@@ -25,6 +25,7 @@ from pipelines.cli_ingest import (
 )
 from pipelines.cli_runs import IngestReport, run_ingest
 from warehouse import cli as warehouse_cli
+from warehouse.kpi import KpiSettings
 
 # Only the standard library at module level (and the command modules, which keep to it too):
 # `cdrhouse --help` and usage errors must answer without importing Dagster, polars, DuckDB or
@@ -101,6 +102,35 @@ def _check_lake_uri(lake_uri: str | None) -> None:
         raise CliError(f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}")
 
 
+def _kpi_settings(env: Mapping[str, str]) -> KpiSettings:
+    """The KPI variables, checked like `ingest` checks them: one line, exit 2."""
+    from pipelines.kpi_settings import SettingsError, kpi_from_env
+
+    try:
+        return kpi_from_env(env)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSettings) -> None:
+    """`sql`, `report` and `lake` read views built with the KPI settings configured now: a
+    warehouse built with others (another CDRHOUSE_TIMEZONE, say) is rebuilt first, and a
+    missing one is built with them when the lake has data. One small read when they agree."""
+    # `warehouse.viewsql.WAREHOUSE_FILE`, spelled here: importing it would load polars.
+    exists = (data_dir / "warehouse.duckdb").exists()
+    if not exists and lake_uri is None and not (data_dir / "lake").is_dir():
+        return  # no views, no lake: nothing to build (and a usage error stays light)
+    from warehouse.duck import build_warehouse, built_kpi_settings
+    from warehouse.lake import Lake
+
+    if exists:
+        if built_kpi_settings(data_dir) == kpi:
+            return
+    elif Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
+        return  # nothing to build over: the command says so itself
+    build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
+
+
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     argv = sys.argv[1:] if argv is None else argv
@@ -123,7 +153,12 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             run = WAREHOUSE_COMMANDS[args.command]
             lake_uri = env.get("CDRHOUSE_LAKE_URI") or None
             _check_lake_uri(lake_uri)
-            return run(args, env_data_dir(env), lake_uri)
+            kpi = _kpi_settings(env)
+            data_dir = env_data_dir(env)
+            if args.command != "lake" or args.lake_command == "views":
+                # (`lake views` rebuilds keeping the file's settings: these, after this.)
+                _views_follow_kpi_settings(data_dir, lake_uri, kpi)
+            return run(args, data_dir, lake_uri)
     except CliError as exc:
         print(f"cdrhouse: error: {exc}", file=sys.stderr)
         return 2

@@ -161,7 +161,7 @@ def resources_from_env(
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
     )
-    warehouse = WarehouseResource(data_dir=settings.data_dir, lake_uri=settings.lake_uri)
+    warehouse = WarehouseResource.with_kpi(settings.data_dir, settings.lake_uri, settings.kpi())
     return contact_center, warehouse
 
 

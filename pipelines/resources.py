@@ -33,6 +33,8 @@ from pipelines.preflight import NOT_CONFIGURED_MESSAGE as NOT_CONFIGURED_MESSAGE
 from pipelines.preflight import SANDBOX as SANDBOX
 from pipelines.preflight import is_sandbox as is_sandbox
 from pipelines.preflight import source_problem
+from warehouse import kpi as k
+from warehouse.kpi import KpiSettings
 from warehouse.lake import Lake
 
 if TYPE_CHECKING:
@@ -200,6 +202,48 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     lake_uri: str | None = Field(
         default=None, description="Lake root URI; default file://<data_dir>/lake."
     )
+    # The KPI settings (docs/metrics.md), validated from the CDRHOUSE_* variables by
+    # `pipelines.settings`; the views apply them and the mapping check compares the data to them.
+    timezone: str = Field(default=k.DEFAULT_TIMEZONE, description="Business day's IANA zone.")
+    sl_threshold_s: int = Field(default=k.DEFAULT_SL_THRESHOLD_S, description="SL threshold.")
+    short_abandon_s: int = Field(
+        default=k.DEFAULT_SHORT_ABANDON_S, description="Short-abandon threshold."
+    )
+    inbound_subtypes: list[str] = Field(default=list(k.DEFAULT_INBOUND_SUBTYPES))
+    outbound_subtypes: list[str] = Field(default=list(k.DEFAULT_OUTBOUND_SUBTYPES))
+    answered_dispositions: list[str] = Field(default=list(k.DEFAULT_ANSWERED_DISPOSITIONS))
+    unanswered_dispositions: list[str] = Field(default=list(k.DEFAULT_UNANSWERED_DISPOSITIONS))
+    abandon_end_reasons: list[str] = Field(default=list(k.DEFAULT_ABANDON_END_REASONS))
+    other_end_reasons: list[str] = Field(default=list(k.DEFAULT_OTHER_END_REASONS))
+
+    @classmethod
+    def with_kpi(cls, data_dir: str, lake_uri: str | None, kpi: KpiSettings) -> WarehouseResource:
+        return cls(
+            data_dir=data_dir,
+            lake_uri=lake_uri,
+            timezone=kpi.timezone,
+            sl_threshold_s=kpi.sl_threshold_s,
+            short_abandon_s=kpi.short_abandon_s,
+            inbound_subtypes=list(kpi.inbound_subtypes),
+            outbound_subtypes=list(kpi.outbound_subtypes),
+            answered_dispositions=list(kpi.answered_dispositions),
+            unanswered_dispositions=list(kpi.unanswered_dispositions),
+            abandon_end_reasons=list(kpi.abandon_end_reasons),
+            other_end_reasons=list(kpi.other_end_reasons),
+        )
+
+    def kpi(self) -> KpiSettings:
+        return KpiSettings(
+            timezone=self.timezone,
+            sl_threshold_s=self.sl_threshold_s,
+            short_abandon_s=self.short_abandon_s,
+            inbound_subtypes=tuple(self.inbound_subtypes),
+            outbound_subtypes=tuple(self.outbound_subtypes),
+            answered_dispositions=tuple(self.answered_dispositions),
+            unanswered_dispositions=tuple(self.unanswered_dispositions),
+            abandon_end_reasons=tuple(self.abandon_end_reasons),
+            other_end_reasons=tuple(self.other_end_reasons),
+        )
 
     @property
     def data_path(self) -> Path:
@@ -224,13 +268,15 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if not self.lake().is_local:
             return False
         self.data_path.mkdir(parents=True, exist_ok=True)
-        return refresh_views(self.data_path, self.resolved_lake_uri)
+        return refresh_views(self.data_path, self.resolved_lake_uri, self.kpi())
 
     def build_views(self) -> Path:
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""
         from warehouse.duck import build_warehouse
 
-        return build_warehouse(self.data_path, self.resolved_lake_uri, materialize=False)
+        return build_warehouse(
+            self.data_path, self.resolved_lake_uri, materialize=False, kpi=self.kpi()
+        )
 
 
 def utc_now() -> datetime:

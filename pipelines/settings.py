@@ -9,22 +9,21 @@ resolved in each run process (see `definitions.py`), so the key never enters a m
 from collections.abc import Mapping
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from pipelines.kpi_settings import KpiVariables, SettingsError, validate_env
 from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.preflight import start_date_problem
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
 from warehouse.stores import lake_uri_problem
 
+__all__ = ["Settings", "SettingsError", "settings_from_env"]
+
 DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
 
 
-class SettingsError(ValueError):
-    """An environment variable holds a value cdrhouse cannot use (message: one line)."""
-
-
-class Settings(BaseModel):
-    """The `CDRHOUSE_*` variables (README "Configuration")."""
+class Settings(KpiVariables):
+    """The `CDRHOUSE_*` variables (README "Configuration"); the KPI ones are `KpiVariables`."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -59,11 +58,4 @@ _NAMES = frozenset(str(f.alias) for f in Settings.model_fields.values())
 
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """The settings `env` holds; raises `SettingsError` naming the first bad variable."""
-    values = {k: v for k, v in env.items() if k in _NAMES and v != ""}
-    try:
-        return Settings.model_validate(values)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        name = str(error["loc"][0]) if error["loc"] else "environment"
-        message = str(error["msg"]).removeprefix("Value error, ")
-        raise SettingsError(f"{name}={values.get(name)!r}: {message}") from None
+    return validate_env(Settings, env, _NAMES)

@@ -16,8 +16,9 @@ import duckdb
 
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec
 from warehouse.duck import create_views
+from warehouse.kpi import KPI_SETTINGS_VIEW, SETTINGS_COLUMNS
 from warehouse.lake import Lake
-from warehouse.viewsql import duck_type, reporting_sql_files, view_name
+from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
@@ -44,14 +45,35 @@ caller ID groups) there are three views:
 `valid_from` is the first snapshot date a version held; `valid_to` the first snapshot date it no
 longer held (exclusive; NULL while current).
 
-Each reporting view `rpt_X` (except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with
-the same columns (minus the current-name lookups). `agg_X` is a Dagster asset partitioned like
-the CDR days, downstream of the typed tables: each CDR run writes `lake/agg_X/date=<day>/` from
-that day's partitions alone, so a report over years of CDRs reads a few thousand
-pre-aggregated rows, and the nightly refresh costs the same with 7 or 365 days kept. The view
-reads the written aggregates once there are any (a day whose aggregate partition is missing or
-stale shows in Dagster as unsynced; materializing it catches up), and computes from the CDR
-tables while there are none.
+**KPI views** (`rpt_queue_kpis`, `rpt_interval_kpis`, `rpt_agent_kpis`, `rpt_outbound_kpis`,
+`rpt_conversation_sla`): their measures are defined in `docs/metrics.md`, their day is the
+**business day** (`local_date`) in the zone of `CDRHOUSE_TIMEZONE` (default UTC), and the
+settings they apply are in the one-row view `kpi_settings`. They read the interval
+pre-aggregates (`agg_call_intervals`, `agg_conversation_intervals`, `agg_agent_intervals`):
+additive counts and seconds per 15-minute UTC interval, with `subtype`, `disposition`,
+`end_reason` and each queue wait kept as group keys, so no setting is baked into stored data.
+Every zone's offset is a multiple of 15 minutes today, so each interval falls in one local day
+and a local day spanning two UTC partitions is exact. Roll up by summing counts and seconds,
+then recompute percentages and averages from the sums; never average them.
+The views `kpi_queue_names` (latest queue names), `kpi_call_intervals` (the call intervals,
+classified and in local time) and `kpi_queue_intervals` (their sums per interval and queue) are
+the steps between: readable, but not part of the contract.
+
+The older views (`rpt_daily_volume` ... `rpt_sms_delivery`) keep their UTC `date`. Each of them
+(except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with the same columns (minus the
+current-name lookups). Every `agg_*` is a Dagster asset partitioned like the CDR days,
+downstream of the typed tables: each CDR run writes `lake/agg_X/date=<day>/` from that day's
+partitions alone, so a report over years of CDRs reads a few thousand pre-aggregated rows, and
+the nightly refresh costs the same with 7 or 365 days kept. The views read the written
+aggregates once there are any (a day whose aggregate partition is missing or stale shows in
+Dagster as unsynced; materializing it catches up), and compute from the CDR tables while there
+are none.
+
+`rpt_queue_service.calls_abandoned` was offered minus answered (outbound, busy and failed calls
+counted as abandoned): it is now named `calls_unanswered` (and `abandonment_rate` is
+`unanswered_rate`); the abandonment of docs/metrics.md is `rpt_queue_kpis.abandoned`. The
+derived `wrapup_s` of `rpt_agent_performance` is gone: the API gives no wrap-up (after-call
+work) duration, and overall minus the other durations was exactly 1 s on every call.
 
 Join a CDR to what held on its day with
 `c.date >= h.valid_from AND (h.valid_to IS NULL OR c.date < h.valid_to)`. Days before the first
@@ -113,17 +135,58 @@ def _view_sections(con: duckdb.DuckDBPyConnection) -> list[str]:
     return lines
 
 
+def _settings_section(con: duckdb.DuckDBPyConnection) -> list[str]:
+    lines = [
+        f"### `{KPI_SETTINGS_VIEW}`",
+        "",
+        "Generated from the settings when the views are built (`warehouse/kpi.py`): one row, "
+        "what the KPI views apply. A change of setting rebuilds the views, not the aggregates.",
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    for col, ctype, *_ in con.execute(f"DESCRIBE {KPI_SETTINGS_VIEW}").fetchall():
+        lines.append(f"| `{col}` | {ctype} | {SETTINGS_COLUMNS[col]} |")
+    return [*lines, ""]
+
+
+def _interval_aggregate_sections(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The `agg_*` that no `rpt_*` of the same name shows: the KPI views' 15-minute inputs."""
+    lines: list[str] = []
+    for path in reporting_sql_files():
+        sql = path.read_text()
+        _, meanings = _header(sql)
+        for agg in aggregate_names():
+            if f"VIEW {agg} AS" not in sql or f"VIEW {agg.replace('agg_', 'rpt_')} " in sql:
+                continue
+            lines += [f"### `{agg}`", "", f"Source: `warehouse/sql/{path.name}`", ""]
+            lines += [
+                "Per-day pre-aggregate at 15-minute UTC grain (no setting applied); "
+                "one Dagster asset partition per UTC day.",
+                "",
+                "| column | type | meaning |",
+                "|---|---|---|",
+            ]
+            for col, ctype, *_ in con.execute(f"DESCRIBE {agg}").fetchall():
+                lines.append(f"| `{col}` | {ctype} | {meanings.get(col, '')} |")
+            lines.append("")
+    return lines
+
+
 def render() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         con = duckdb.connect()
         try:
             create_views(con, Lake(str(Path(tmp) / "lake")))  # empty lake: typed empty views
             views = _view_sections(con)
+            settings = _settings_section(con)
+            intervals = _interval_aggregate_sections(con)
         finally:
             con.close()
     facts = [s for s in ALL_TABLES if s.kind == "fact"]
     snaps = [s for s in ALL_TABLES if s.kind == "snapshot"]
-    out = [INTRO, "## Reporting views", "", *views, "## CDR tables", ""]
+    out = [INTRO, "## Reporting views", "", *views, "## KPI settings", "", *settings]
+    out += ["## Interval pre-aggregates", "", *intervals, "## CDR tables", ""]
     for spec in facts:
         out += _spec_section(spec)
     out += ["## Snapshot tables", ""]

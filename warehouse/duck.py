@@ -12,7 +12,8 @@ What it exposes:
 * every snapshot lake table as `<name>_snapshots` (all days), `<name>` (latest snapshot) and
   `<name>_history` (one row per version with `valid_from`/`valid_to`, built from the daily
   snapshots); `balance_snapshots` stays as is, with `balance` as its latest row;
-* the reporting views from `warehouse/sql/*.sql`;
+* the reporting views from `warehouse/sql/*.sql`, with `kpi_settings` (one row: the KPI
+  settings they apply, `warehouse.kpi`);
 * `lake_info` (the lake URI and its data source) and `lake_partitions` (one row per partition
   file: table, partition, source, write time, rows), read from the files' Parquet metadata.
 
@@ -35,7 +36,9 @@ import pyarrow as pa
 
 from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
+from warehouse import kpi as kpi_module
 from warehouse import viewsql as viewsql_module
+from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings, settings_view_sql
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
@@ -162,9 +165,12 @@ def create_views(
     *,
     day: str | None = None,
     use_aggregates: bool = True,
+    kpi: KpiSettings | None = None,
 ) -> None:
-    """All views. `day` restricts the CDR tables to one date partition (for materializing)."""
+    """All views. `day` restricts the CDR tables to one date partition (for materializing);
+    `kpi` is what the KPI views apply (default: `KpiSettings()`; no `agg_*` depends on it)."""
     register_lake(con, lake)
+    con.execute(settings_view_sql(kpi or KpiSettings()))
     for spec in ALL_TABLES:
         name = view_name(spec)
         con.execute(f"CREATE OR REPLACE VIEW {q(name)} AS {base_view_sql(spec, lake, day)}")
@@ -254,16 +260,23 @@ def default_lake_uri(data_dir: Path) -> str:
 
 
 def build_warehouse(
-    data_dir: Path, lake_uri: str | None = None, *, materialize: bool = True
+    data_dir: Path,
+    lake_uri: str | None = None,
+    *,
+    materialize: bool = True,
+    kpi: KpiSettings | None = None,
 ) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
     The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
     configuration change. `materialize=False` writes nothing to the lake (an analyst's machine
-    with read-only credentials builds its views that way)."""
+    with read-only credentials builds its views that way). `kpi=None` keeps the KPI settings
+    the current file was built with (the defaults for a new file): a rebuild by a command that
+    is not handed the settings does not silently change the business day."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     lake = Lake(lake_uri or default_lake_uri(data_dir))
+    kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
     if materialize:
@@ -273,8 +286,8 @@ def build_warehouse(
             con = duckdb.connect(str(tmp))
             try:
                 with lake.cached_listing():
-                    create_views(con, lake)
-                    fingerprint = views_fingerprint(lake)
+                    create_views(con, lake, kpi=kpi)
+                    fingerprint = views_fingerprint(lake, kpi)
                 con.execute(
                     f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
                     f"SELECT {lit(fingerprint)} AS fingerprint"
@@ -297,16 +310,23 @@ def build_warehouse(
     return final
 
 
-def views_fingerprint(lake: Lake) -> str:
+def views_fingerprint(lake: Lake, kpi: KpiSettings | None = None) -> str:
     """What the views depend on: the lake and its source, which tables have files (a table's
-    first partition turns its empty view into a scan), and the code and SQL that write them.
-    New partitions of a table that has files need no rebuild: its glob finds them."""
+    first partition turns its empty view into a scan), the KPI settings, and the code and SQL
+    that write them. New partitions of a table that has files need no rebuild: its glob finds
+    them."""
     digest = hashlib.sha256()
     digest.update(f"{lake.uri}\0{lake.source()}\0".encode())
+    digest.update(f"{(kpi or KpiSettings()).to_json()}\0".encode())
     for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
         digest.update(f"{name}={lake.has_data(name)}\0".encode())
     # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns.
-    code = [Path(__file__), Path(viewsql_module.__file__), Path(tables_module.__file__ or "")]
+    code = [
+        Path(__file__),
+        Path(viewsql_module.__file__),
+        Path(kpi_module.__file__),
+        Path(tables_module.__file__ or ""),
+    ]
     for path in [*code, *reporting_sql_files()]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -325,15 +345,32 @@ def built_fingerprint(data_dir: Path) -> str | None:
     return str(row[0]) if row else None
 
 
-def refresh_views(data_dir: Path, lake_uri: str | None = None) -> bool:
+def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
+    """The KPI settings `warehouse.duckdb` was built with (None: absent or older than them)."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            row = con.execute(f"SELECT settings_json FROM {KPI_SETTINGS_VIEW}").fetchone()
+    except duckdb.Error:
+        return None
+    return KpiSettings.from_json(str(row[0])) if row else None
+
+
+def refresh_views(
+    data_dir: Path, lake_uri: str | None = None, kpi: KpiSettings | None = None
+) -> bool:
     """Rebuild `warehouse.duckdb` only when its views would change; True if it was rebuilt.
 
     The cost does not grow with the days the lake holds: one listing per table and one small
-    read of the current file, unless a table got its first partition or the code changed."""
+    read of the current file, unless a table got its first partition, the code or the KPI
+    settings changed (`kpi=None`: keep those the file was built with)."""
     lake = Lake(lake_uri or default_lake_uri(Path(data_dir).resolve()))
-    if built_fingerprint(data_dir) == views_fingerprint(lake):
+    kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
+    if built_fingerprint(data_dir) == views_fingerprint(lake, kpi):
         return False
-    build_warehouse(data_dir, lake_uri, materialize=False)
+    build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
     return True
 
 

@@ -18,6 +18,11 @@ from pipelines.settings import SettingsError, settings_from_env
         ("CDRHOUSE_LOOKBACK_DAYS", "-1", "greater than or equal to 0"),
         ("CDRHOUSE_SANDBOX_CDRS_PER_DAY", "2k", "valid integer"),
         ("CDRHOUSE_START_DATE", "2026-13-01", "valid date"),
+        ("CDRHOUSE_TIMEZONE", "Europe/Berln", "not an IANA time zone"),
+        ("CDRHOUSE_TIMEZONE", "+02:00", "not an IANA time zone"),
+        ("CDRHOUSE_SL_THRESHOLD_S", "twenty", "valid integer"),
+        ("CDRHOUSE_SHORT_ABANDON_S", "-5", "greater than or equal to 0"),
+        ("CDRHOUSE_ABANDON_END_REASONS", "no_answer,,caller_hangup", "without empty items"),
     ],
 )
 def test_a_bad_value_names_its_variable(name: str, value: str, expected: str) -> None:
@@ -68,3 +73,16 @@ def test_cdrhouse_ingest_exits_2_with_one_line_and_writes_nothing(tmp_path) -> N
         "Input should be a valid integer, unable to parse string as an integer"
     ]
     assert not (tmp_path / "data").exists()
+
+
+def test_kpi_lists_are_comma_separated_and_may_not_overlap() -> None:
+    kpi = settings_from_env(
+        {"CDRHOUSE_TIMEZONE": "Australia/Sydney", "CDRHOUSE_INBOUND_SUBTYPES": "inbound, callback"}
+    ).kpi()
+    assert (kpi.timezone, kpi.inbound_subtypes) == ("Australia/Sydney", ("inbound", "callback"))
+    assert settings_from_env({}).kpi().abandon_end_reasons == ("no_answer", "caller_hangup")
+    with pytest.raises(SettingsError) as info:
+        settings_from_env({"CDRHOUSE_OTHER_END_REASONS": "agent_hangup,no_answer"})
+    assert str(info.value) == (
+        "CDRHOUSE_OTHER_END_REASONS: no_answer is also in CDRHOUSE_ABANDON_END_REASONS"
+    )

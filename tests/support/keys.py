@@ -28,6 +28,9 @@ AGG_ASSETS = frozenset(
         "agg_campaign_outcomes",
         "agg_cost_daily",
         "agg_sms_delivery",
+        "agg_call_intervals",
+        "agg_conversation_intervals",
+        "agg_agent_intervals",
     }
 )
 SNAPSHOT_ASSETS = frozenset(

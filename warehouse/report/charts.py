@@ -32,7 +32,7 @@ def _queue_rows(rows: list[Row]) -> list[Row]:
     return [
         {**r, "outcome": outcome, "calls": r[f"calls_{outcome}"]}
         for r in rows
-        for outcome in ("answered", "abandoned")
+        for outcome in ("answered", "unanswered")
     ]
 
 
@@ -100,13 +100,13 @@ CHARTS: tuple[Chart, ...] = (
     ),
     Chart(
         "queues",
-        "Queue service: calls answered and abandoned, average queue wait",
+        "Queue service: calls answered and unanswered, average queue wait",
         "rpt_queue_service",
         "SELECT queue_id, coalesce(any_value(current_name), any_value(name_snapshot), "
         "'queue ' || queue_id) AS queue, sum(calls_offered) AS calls_offered, "
-        "sum(calls_answered) AS calls_answered, sum(calls_abandoned) AS calls_abandoned, "
-        "round(100.0 * sum(calls_abandoned) / nullif(sum(calls_offered), 0), 2) "
-        "AS abandonment_pct, "
+        "sum(calls_answered) AS calls_answered, sum(calls_unanswered) AS calls_unanswered, "
+        "round(100.0 * sum(calls_unanswered) / nullif(sum(calls_offered), 0), 2) "
+        "AS unanswered_pct, "
         "round(sum(avg_queue_wait_s * calls_offered) / nullif(sum(calls_offered) "
         "FILTER (WHERE avg_queue_wait_s IS NOT NULL), 0), 1) AS avg_wait_s "
         f"FROM rpt_queue_service WHERE {_IN_RANGE} AND calls_offered > 0 "
@@ -123,7 +123,7 @@ CHARTS: tuple[Chart, ...] = (
         "user_id) AS agent, sum(calls_handled + conversations_handled) AS handled, "
         "sum(calls_handled) AS calls_handled, "
         "sum(conversations_handled) AS conversations_handled, "
-        "round(sum(talk_s) / 3600, 2) AS talk_h, round(sum(wrapup_s) / 3600, 2) AS wrapup_h "
+        "round(sum(talk_s) / 3600, 2) AS talk_h, round(sum(hold_s) / 3600, 2) AS hold_h "
         f"FROM rpt_agent_performance WHERE {_IN_RANGE} GROUP BY user_id ORDER BY handled DESC",
         "No agent handled a call or conversation in this range.",
         drawings.agents,

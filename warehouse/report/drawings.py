@@ -92,12 +92,12 @@ def sla(rows: list[Row]) -> Drawing:
 
 
 def queues(rows: list[Row]) -> Drawing:
-    outcome = _split("outcome:N", "outcome", {"answered": "#4c78a8", "abandoned": "#e45756"})
+    outcome = _split("outcome:N", "outcome", {"answered": "#4c78a8", "unanswered": "#e45756"})
     tips = _tips(
         ("queue:N", "queue"),
         ("outcome:N", "outcome"),
         ("calls:Q", "calls"),
-        ("abandonment_pct:Q", "abandoned (%)", ".2f"),
+        ("unanswered_pct:Q", "unanswered (%)", ".2f"),
     )
     queue = alt.Y("queue:N", title="queue", sort="-x")
     calls = stacked_bars(None, queue, "calls:Q", "calls (count)", outcome, tips)
@@ -124,7 +124,7 @@ def agents(rows: list[Row]) -> Drawing:
         ("agent:N", "agent"),
         ("handled:Q", "handled CDRs"),
         ("talk_h:Q", "talk (h)", ".2f"),
-        ("wrapup_h:Q", "wrap-up (h)", ".2f"),
+        ("hold_h:Q", "hold (h)", ".2f"),
     )
 
     def panel(field_: str, title: str, *, first: bool) -> Drawing:
@@ -143,7 +143,7 @@ def agents(rows: list[Row]) -> Drawing:
     return alt.hconcat(
         panel("handled", "handled CDRs (calls + conversations)", first=True),
         panel("talk_h", "talk time (hours)", first=False),
-        panel("wrapup_h", "wrap-up time (hours)", first=False),
+        panel("hold_h", "hold time (hours)", first=False),
         data=_data(rows),
     )
 

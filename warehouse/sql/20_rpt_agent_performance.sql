@@ -1,7 +1,8 @@
 -- rpt_agent_performance: how did each agent perform per day?
--- Grain: one row per (date, user_id). calls_handled = answered calls with the agent;
--- talk/hold/wrap-up seconds are summed over those calls. The API has no wrap-up duration, so
--- wrapup_s is derived: overall minus dialing, IVR, queue, talk and hold (never below 0).
+-- Grain: one row per (date, user_id), UTC days (`rpt_agent_kpis` has the local business day).
+-- calls_handled = answered calls with the agent; talk/hold seconds are summed over those calls.
+-- No wrap-up time: the API gives no after-call work, and overall minus the other durations is
+-- 1 s on every call of the sandbox (the derived `wrapup_s` measured nothing; it was removed).
 -- name_snapshot is the agent's name at the time (latest that day); current_name is from `users`.
 -- @col date: UTC day
 -- @col user_id: agent id
@@ -10,7 +11,6 @@
 -- @col calls_handled: answered calls with this agent
 -- @col talk_s: talk seconds over handled calls
 -- @col hold_s: hold seconds over handled calls
--- @col wrapup_s: derived wrap-up seconds over handled calls
 -- @col avg_conversation_score: average conversation score of handled calls
 -- @col avg_mos: average MOS of handled calls
 -- @col conversations_handled: conversations with this agent
@@ -25,8 +25,6 @@ WITH calls AS (
         count(*) AS calls_handled,
         sum(duration_talk) AS talk_s,
         sum(duration_hold) AS hold_s,
-        sum(greatest(duration_overall - duration_dialing - duration_ivr - duration_queue
-                     - duration_talk - duration_hold, 0)) AS wrapup_s,
         avg(conversation_score) AS avg_conversation_score,
         avg(mos) AS avg_mos
     FROM cdr_calls
@@ -52,7 +50,6 @@ SELECT
     coalesce(c.calls_handled, 0) AS calls_handled,
     coalesce(c.talk_s, 0) AS talk_s,
     coalesce(c.hold_s, 0) AS hold_s,
-    coalesce(c.wrapup_s, 0) AS wrapup_s,
     c.avg_conversation_score,
     c.avg_mos,
     coalesce(v.conversations_handled, 0) AS conversations_handled

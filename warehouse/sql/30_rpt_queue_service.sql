@@ -1,16 +1,18 @@
 -- rpt_queue_service: how well did each queue serve its contacts per day?
--- Grain: one row per (date, queue_id). Calls: offered (calls routed to the queue), answered,
--- abandoned (offered - answered), abandonment_rate, avg/max queue wait in seconds.
+-- Grain: one row per (date, queue_id), UTC days. Calls: offered (every call routed to the queue,
+-- inbound and outbound), answered, unanswered (offered - answered: busy, failed and outbound
+-- calls included, so it is NOT the abandonment of docs/metrics.md; `rpt_queue_kpis` has that, per
+-- local day), unanswered_rate, avg/max queue wait in seconds.
 -- Conversations: offered, and for each SLA kind (first_response, resolution, avg_reply) how
 -- many were met or breached (conversations without that SLA are not counted).
 -- @col date: UTC day
 -- @col queue_id: queue id
 -- @col name_snapshot: queue name at the time
--- @col current_name: queue name in the latest queues snapshot
+-- @col current_name: latest queue name: the latest queues snapshot, else (a deleted queue) the name the newest CDR of the queue carries
 -- @col calls_offered: calls routed to the queue
 -- @col calls_answered: of those, answered
--- @col calls_abandoned: offered minus answered
--- @col abandonment_rate: abandoned / offered
+-- @col calls_unanswered: offered minus answered (not the abandonment of docs/metrics.md)
+-- @col unanswered_rate: unanswered / offered
 -- @col avg_queue_wait_s: average queue wait of calls, seconds
 -- @col max_queue_wait_s: longest queue wait of calls, seconds
 -- @col conversations_offered: conversations routed to the queue
@@ -57,8 +59,8 @@ SELECT
     coalesce(c.name_snapshot, v.name_snapshot) AS name_snapshot,
     coalesce(c.calls_offered, 0) AS calls_offered,
     coalesce(c.calls_answered, 0) AS calls_answered,
-    coalesce(c.calls_offered - c.calls_answered, 0) AS calls_abandoned,
-    (c.calls_offered - c.calls_answered) / nullif(c.calls_offered, 0) AS abandonment_rate,
+    coalesce(c.calls_offered - c.calls_answered, 0) AS calls_unanswered,
+    (c.calls_offered - c.calls_answered) / nullif(c.calls_offered, 0) AS unanswered_rate,
     c.avg_queue_wait_s,
     c.max_queue_wait_s,
     coalesce(v.conversations_offered, 0) AS conversations_offered,
@@ -72,7 +74,7 @@ FROM calls c
 FULL OUTER JOIN convs v ON c.date = v.date AND c.queue_id = v.queue_id;
 
 CREATE OR REPLACE VIEW rpt_queue_service AS
-SELECT a.date, a.queue_id, a.name_snapshot, q.name AS current_name,
+SELECT a.date, a.queue_id, a.name_snapshot, n.queue_name AS current_name,
        a.* EXCLUDE (date, queue_id, name_snapshot)
 FROM agg_queue_service a
-LEFT JOIN queues q ON q.id = a.queue_id;
+LEFT JOIN kpi_queue_names n ON n.queue_id = a.queue_id;

@@ -16,7 +16,7 @@ SELECT
     count(*) AS sms,
     count(*) FILTER (WHERE sent) AS sent,
     count(*) FILTER (WHERE NOT sent) AS failed,
-    sum(segments_count) AS segments,
+    CAST(sum(segments_count) AS BIGINT) AS segments,
     count(*) FILTER (WHERE canned_message_id IS NOT NULL) AS canned,
     count(*) FILTER (WHERE canned_message_id IS NULL) AS free_text,
     sum(cost) AS cost

@@ -1,0 +1,112 @@
+"""The KPI settings the reporting views apply (docs/metrics.md), and their `kpi_settings` view.
+
+The `agg_*` pre-aggregates never depend on these settings: they keep `subtype`, `disposition`,
+`end_reason` and each queue wait as group keys and additive sums at 15-minute UTC grain. The
+views classify the calls and roll the intervals up to the local day at query time, so a change
+of setting rebuilds the views (it enters `views_fingerprint`) and never the aggregates.
+
+`pipelines/settings.py` reads and validates the `CDRHOUSE_*` variables that fill this model;
+the warehouse reads no environment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+KPI_SETTINGS_VIEW = "kpi_settings"
+
+# The values the spec shows for calls plus the ones the sandbox documents and generates
+# (docs/sandbox.md, connectors/sandbox/generator/calls.py).
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_SL_THRESHOLD_S = 20
+DEFAULT_SHORT_ABANDON_S = 5
+DEFAULT_INBOUND_SUBTYPES = ("inbound",)
+DEFAULT_OUTBOUND_SUBTYPES = ("outbound",)
+DEFAULT_ANSWERED_DISPOSITIONS = ("answered",)
+DEFAULT_UNANSWERED_DISPOSITIONS = ("no_answer", "busy", "failed")
+DEFAULT_ABANDON_END_REASONS = ("no_answer", "caller_hangup")
+DEFAULT_OTHER_END_REASONS = ("agent_hangup", "busy", "failed")
+
+
+@dataclass(frozen=True)
+class KpiSettings:
+    """What marks a call inbound, outbound, answered or abandoned, the two thresholds, and the
+    zone of the business day. The value lists name call `subtype`, `disposition` and
+    `end_reason` values; the `unanswered` and `other` lists only mark values as known."""
+
+    timezone: str = DEFAULT_TIMEZONE
+    sl_threshold_s: int = DEFAULT_SL_THRESHOLD_S
+    short_abandon_s: int = DEFAULT_SHORT_ABANDON_S
+    inbound_subtypes: tuple[str, ...] = DEFAULT_INBOUND_SUBTYPES
+    outbound_subtypes: tuple[str, ...] = DEFAULT_OUTBOUND_SUBTYPES
+    answered_dispositions: tuple[str, ...] = DEFAULT_ANSWERED_DISPOSITIONS
+    unanswered_dispositions: tuple[str, ...] = DEFAULT_UNANSWERED_DISPOSITIONS
+    abandon_end_reasons: tuple[str, ...] = DEFAULT_ABANDON_END_REASONS
+    other_end_reasons: tuple[str, ...] = DEFAULT_OTHER_END_REASONS
+
+    def known(self) -> dict[str, frozenset[str]]:
+        """Per call field, the values some setting names (the mapping check's reference)."""
+        return {
+            "subtype": frozenset(self.inbound_subtypes + self.outbound_subtypes),
+            "disposition": frozenset(self.answered_dispositions + self.unanswered_dispositions),
+            "end_reason": frozenset(self.abandon_end_reasons + self.other_end_reasons),
+        }
+
+    def to_json(self) -> str:
+        """Stable text of every setting (it enters the views' fingerprint)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> KpiSettings:
+        data = json.loads(text)
+        names = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names
+        }
+        return cls(**values)
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _list(values: tuple[str, ...]) -> str:
+    return f"CAST([{', '.join(_lit(v) for v in values)}] AS VARCHAR[])"
+
+
+def settings_view_sql(kpi: KpiSettings) -> str:
+    """`kpi_settings`: one row, the settings the KPI views were built with (`settings_json`
+    is what `built_kpi_settings` reads back)."""
+    return (
+        f"CREATE OR REPLACE VIEW {KPI_SETTINGS_VIEW} AS SELECT "
+        f"{_lit(kpi.timezone)} AS timezone, "
+        f"CAST({int(kpi.sl_threshold_s)} AS INTEGER) AS sl_threshold_s, "
+        f"CAST({int(kpi.short_abandon_s)} AS INTEGER) AS short_abandon_s, "
+        f"{_list(kpi.inbound_subtypes)} AS inbound_subtypes, "
+        f"{_list(kpi.outbound_subtypes)} AS outbound_subtypes, "
+        f"{_list(kpi.answered_dispositions)} AS answered_dispositions, "
+        f"{_list(kpi.unanswered_dispositions)} AS unanswered_dispositions, "
+        f"{_list(kpi.abandon_end_reasons)} AS abandon_end_reasons, "
+        f"{_list(kpi.other_end_reasons)} AS other_end_reasons, "
+        f"{_lit(kpi.to_json())} AS settings_json"
+    )
+
+
+# The dictionary's text of the settings view (it is generated, not a file of warehouse/sql).
+SETTINGS_COLUMNS = {
+    "timezone": "IANA zone of the business day (`CDRHOUSE_TIMEZONE`)",
+    "sl_threshold_s": "service-level threshold T, seconds of queue wait "
+    "(`CDRHOUSE_SL_THRESHOLD_S`)",
+    "short_abandon_s": "short-abandon threshold S, seconds (`CDRHOUSE_SHORT_ABANDON_S`)",
+    "inbound_subtypes": "call subtypes that are inbound (`CDRHOUSE_INBOUND_SUBTYPES`)",
+    "outbound_subtypes": "call subtypes that are outbound (`CDRHOUSE_OUTBOUND_SUBTYPES`)",
+    "answered_dispositions": "dispositions that mean answered (`CDRHOUSE_ANSWERED_DISPOSITIONS`)",
+    "unanswered_dispositions": "known dispositions that mean not answered "
+    "(`CDRHOUSE_UNANSWERED_DISPOSITIONS`)",
+    "abandon_end_reasons": "end reasons of an unanswered call the caller gave up "
+    "(`CDRHOUSE_ABANDON_END_REASONS`)",
+    "other_end_reasons": "known end reasons that are not an abandon (`CDRHOUSE_OTHER_END_REASONS`)",
+    "settings_json": "all of the above as JSON (what the views were built with)",
+}

@@ -1,0 +1,46 @@
+-- rpt_outbound_kpis: how many outbound calls were made and connected per business day?
+-- Grain: one row per (local_date, campaign_id); outbound calls without a campaign are the row
+-- whose campaign_id is NULL. Outbound = a `subtype` of kpi_settings.outbound_subtypes, a
+-- connect = an answered `disposition` (kpi_settings.answered_dispositions). local_date is the
+-- day in kpi_settings.timezone. Sum attempts and connects to roll up, then recompute the rate.
+-- @col local_date: business day (local date)
+-- @col campaign_id: campaign id (NULL: outbound calls without a campaign)
+-- @col campaign_name: latest campaign name (campaigns snapshot, else the newest CDR's)
+-- @col attempts: outbound calls
+-- @col connects: outbound calls with an answered disposition
+-- @col connect_rate_pct: 100 * connects / attempts
+-- @col talk_s: sum of talk time of the outbound calls, seconds
+CREATE OR REPLACE VIEW rpt_outbound_kpis AS
+WITH names AS (
+    SELECT
+        coalesce(c.id, s.campaign_id) AS campaign_id,
+        coalesce(c.name, s.cdr_name) AS campaign_name
+    FROM (
+        SELECT campaign_id, arg_max(campaign_name, last_started_at) AS cdr_name
+        FROM agg_call_intervals
+        WHERE campaign_id IS NOT NULL
+        GROUP BY campaign_id
+    ) s
+    FULL OUTER JOIN campaigns c ON c.id = s.campaign_id
+),
+d AS (
+    SELECT
+        local_date,
+        campaign_id,
+        CAST(sum(calls) AS BIGINT) AS attempts,
+        CAST(coalesce(sum(calls) FILTER (WHERE answered), 0) AS BIGINT) AS connects,
+        CAST(sum(talk_s) AS DOUBLE) AS talk_s
+    FROM kpi_call_intervals
+    WHERE outbound
+    GROUP BY local_date, campaign_id
+)
+SELECT
+    d.local_date,
+    d.campaign_id,
+    n.campaign_name,
+    d.attempts,
+    d.connects,
+    100.0 * d.connects / nullif(d.attempts, 0) AS connect_rate_pct,
+    d.talk_s
+FROM d
+LEFT JOIN names n ON n.campaign_id = d.campaign_id;
