@@ -27,7 +27,13 @@ from connectors.contact_center.errors import (
 from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
-from pipelines.checks import CDR_CHECK_SPECS, RAW_CDRS, known_user_ids, row_count_result
+from pipelines.checks import (
+    CDR_CHECK_SPECS,
+    RAW_CDRS,
+    blocking_problems,
+    known_user_ids,
+    row_count_result,
+)
 from pipelines.checks import selected as selected_checks
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import (
@@ -42,7 +48,7 @@ from pipelines.snapshot_sources import (
     build_snapshot_frames,
     fetch_snapshot,
 )
-from warehouse.lake import LakeSourceConflict
+from warehouse.lake import Lake, LakeSourceConflict
 
 API_POOL = "contact_center_api"
 CDR_GROUP = "cdrs"
@@ -104,6 +110,28 @@ def api_failure(exc: ContactCenterError, *, partition: str | None) -> dg.Failure
             "fatal": fatal,
         },
         allow_retries=not fatal,
+    )
+
+
+BLOCKING_CHECK_FAILED = "BlockingCheckFailed"
+
+
+def day_not_whole(partition: str, problems: list[str], lake: Lake, fetched: bool) -> dg.Failure:
+    """The step's failure when a blocking check failed: what was wrong, and that nothing of the
+    day was published. Not retried: the API would send the same records (the nightly lookback
+    fetches the day again)."""
+    kept = "every published partition of the day is kept as it was"
+    if fetched:
+        where = lake.partition_url(RAW_CDRS, f"date={partition}", rejected=True)
+        kept += f"; the records received are in {where}"
+    return dg.Failure(
+        description=f"day {partition} not published: {'; '.join(problems)} ({kept})",
+        metadata={
+            "error_class": BLOCKING_CHECK_FAILED,
+            "partition": partition,
+            "fatal": True,
+        },
+        allow_retries=False,
     )
 
 
@@ -195,57 +223,65 @@ def build_cdr_assets(
         warehouse: WarehouseResource,
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
         """One UTC day (`started_at` in [day, day+1)): the records exactly as the API sent them,
-        and the typed tables projected from them, each replaced atomically.
+        and the typed tables projected from them, each replaced atomically, and only when every
+        blocking check passes; otherwise nothing of the day is published and the step fails
+        naming what was wrong, so the aggregates and the views are not refreshed either.
 
         Selected without `raw_cdrs`, the typed tables are normalized again from the lake's
-        `raw_cdrs` partition, without calling the API."""
+        `raw_cdrs` partition, without calling the API, by the same rule."""
         partition = context.partition_key
-        selected = {key.to_user_string() for key in context.selected_asset_keys}
+        key = f"date={partition}"
+        selected = {k.to_user_string() for k in context.selected_asset_keys}
         tables = [t for t in NORMALIZED_TABLES if t in selected]
         lake = warehouse.lake()
         begun = time.perf_counter()
-        withheld = False
-        if RAW_CDRS in selected:
+        fetched = RAW_CDRS in selected
+        if fetched:
             try:
                 stats, checks = land_day(contact_center, lake, context.log, partition, tables)
             except ContactCenterError as exc:
                 raise api_failure(exc, partition=partition) from exc
             except LakeSourceConflict as exc:
                 raise config_failure(str(exc), "LakeSourceConflict") from None
-            withheld = stats.rows != stats.api_total
+            api_total: int | None = stats.api_total
         else:
             stats, checks = renormalize_day(lake, partition, tables)
+            api_total = None
         seconds = time.perf_counter() - begun
-        if RAW_CDRS in selected:
-            yield _landed(
-                RAW_CDRS,
-                stats.rows,
-                stats.previews.get(RAW_CDRS),
-                (stats.rows, seconds),
-                api_total=stats.api_total,
-                pages=stats.pages,
-                sub_windows=len(stats.windows),
-                bytes=stats.bytes,
-            )
-            yield row_count_result(stats.rows, stats.api_total)
-        if withheld or not tables:
-            return  # blocking: nothing typed is published from a day that does not add up
-        for table in tables:
-            yield _landed(
-                table,
-                stats.counts.get(table, 0),
-                stats.previews.get(table),
-                (stats.rows, seconds),
-            )
+        whole = checks.whole(stats.rows, api_total)
+        results: list[dg.AssetCheckResult] = []
+        if fetched:
+            results.append(row_count_result(stats.rows, stats.api_total))
+        if tables or not whole:
+            # The received ids: in the raw records, rejected when the day was not whole.
+            def received_ids() -> Iterator[pl.Series]:
+                rejected = fetched and not whole
+                for batch in lake.iter_batches(RAW_CDRS, key, columns=["id"], rejected=rejected):
+                    yield batch["id"]
 
-        def written_ids() -> Iterator[pl.Series]:
-            for batch in lake.iter_batches("cdrs", f"date={partition}", columns=["id"]):
-                yield batch["id"]
-
-        yield from selected_checks(
-            checks.results(known_user_ids(lake, checks.user_ids), written_ids),
-            context.selected_asset_check_keys,
-        )
+            results += checks.results(known_user_ids(lake, checks.user_ids), received_ids)
+        if whole:
+            if fetched:
+                yield _landed(
+                    RAW_CDRS,
+                    stats.rows,
+                    stats.previews.get(RAW_CDRS),
+                    (stats.rows, seconds),
+                    api_total=stats.api_total,
+                    pages=stats.pages,
+                    sub_windows=len(stats.windows),
+                    bytes=stats.bytes,
+                )
+            for table in tables:
+                yield _landed(
+                    table,
+                    stats.counts.get(table, 0),
+                    stats.previews.get(table),
+                    (stats.rows, seconds),
+                )
+        yield from selected_checks(results, context.selected_asset_check_keys)
+        if not whole:
+            raise day_not_whole(partition, blocking_problems(results), lake, fetched)
 
     return [raw_cdrs]
 

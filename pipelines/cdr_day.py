@@ -4,9 +4,10 @@ The event loop fetches pages and decodes each record once into typed columns
 (`decode_page_typed`); one worker thread collects them into row groups and, for each group,
 writes the exact records to `raw_cdrs`, projects the typed tables (`normalize_decoded`) and
 writes them, and folds the group into the day's checks. Polars and Parquet release the GIL, so
-the second core works while the loop receives. Every table is one atomic partition: the day
-replaces the previous one whole, or not at all. Memory is bounded by a few row groups, whatever
-the size of the day.
+the second core works while the loop receives. Every table is one atomic partition, and the day
+replaces the previous one only when every blocking check passes (`DayChecks.whole`); otherwise
+nothing of it is published, and its raw records go to the lake's rejected area. Memory is
+bounded by a few row groups, whatever the size of the day.
 
 A day can also be normalized again from its `raw_cdrs` partition, without the API.
 """
@@ -52,7 +53,8 @@ RAW_COLUMNS = RAW_SPEC.column_names
 
 
 class Withheld(Exception):
-    """The day failed its blocking row count: the typed tables are not published."""
+    """The day failed a blocking check: raised inside the writers, it aborts them, so nothing
+    of the day is published (`raw_cdrs` goes to the rejected area)."""
 
 
 @dataclass
@@ -193,10 +195,13 @@ def land_day(
 ) -> tuple[DayStats, DayChecks]:
     """Pull one UTC day from the API and replace its `raw_cdrs` and typed partitions.
 
-    The typed tables are published only when the rows equal the API's totals (the blocking
-    check); `raw_cdrs` always is, so the suspect day can be inspected. A lake holding another
-    source's data refuses the write before the API is called. The one code path for the asset
-    and `bench.ingest`, so the bench measures what users run."""
+    All or nothing: the day is published only when every blocking check passes
+    (`DayChecks.whole`: rows = the API's totals, ids unique across the day, every started_at
+    in the window, raw = cdrs + quarantine). Otherwise every published byte of the day stays
+    as it was, and the records received go to `<lake>/_rejected/raw_cdrs/date=<day>/` for
+    inspection, where no reader takes them for the day. A lake holding another source's data
+    refuses the write before the API is called. The one code path for the asset and
+    `bench.ingest`, so the bench measures what users run."""
     key = f"date={partition}"
     source = contact_center.source_id
     stats = DayStats()
@@ -205,29 +210,48 @@ def land_day(
         try:
             with _table_writers(lake, key, tables, source) as writers:
                 day = DayWriter(raw, writers, checks, stats)
-                asyncio.run(pull_day(contact_center, log, partition, day.add, stats))
+
+                def receive(frame: pl.DataFrame) -> None:
+                    checks.receive(frame)  # before any row group's dedupe
+                    day.add(frame)
+
+                asyncio.run(pull_day(contact_center, log, partition, receive, stats))
                 day.flush()
-                if stats.rows != stats.api_total:
+                if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
         except Withheld:
+            raw.reject()
             for table in tables:
                 stats.counts.pop(table, None)
+    if checks.whole(stats.rows, stats.api_total):
+        # The rejected copy of an earlier run no longer describes the day.
+        lake.delete_partition(RAW_CDRS, key, rejected=True)
     return stats, checks
 
 
 def renormalize_day(
     lake: Lake, partition: str, tables: Collection[str] = tuple(NORMALIZED_TABLES)
 ) -> tuple[DayStats, DayChecks]:
-    """Replace the typed partitions of one day from its `raw_cdrs` partition (no API call)."""
+    """Replace the typed partitions of one day from its `raw_cdrs` partition (no API call),
+    by the same rule as `land_day`: only when every blocking check but the API's row count
+    passes; otherwise every typed partition of the day stays as it was."""
     key = f"date={partition}"
     # The typed tables come from the raw partition, so they carry its source.
     source = lake.partition_source(RAW_CDRS, key)
     stats = DayStats()
     checks = DayChecks(partition)
-    with _table_writers(lake, key, tables, source) as writers:
-        day = DayWriter(None, writers, checks, stats)
-        for batch in lake.iter_batches(RAW_CDRS, key, rows=ROW_GROUP_ROWS):
-            stats.rows += batch.height
-            day.add(with_decoded(batch))
-        day.flush()
+    try:
+        with _table_writers(lake, key, tables, source) as writers:
+            day = DayWriter(None, writers, checks, stats)
+            for batch in lake.iter_batches(RAW_CDRS, key, rows=ROW_GROUP_ROWS):
+                stats.rows += batch.height
+                frame = with_decoded(batch)
+                checks.receive(frame)
+                day.add(frame)
+            day.flush()
+            if not checks.whole(stats.rows, None):
+                raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
+    except Withheld:
+        for table in tables:
+            stats.counts.pop(table, None)
     return stats, checks

@@ -1,9 +1,11 @@
 """Asset checks: every reconciliation of the pipeline, visible per partition in the Dagster UI.
 
-The CDR checks are computed in the step that writes the day (`DayChecks` sees every row group as
-it is written), so no step reads a partition back to check it; they are check specs of that
-step, with the names, assets and blocking behaviour they always had. The row count against the
-API's `metadata.total` is blocking: when it fails, the day's typed tables are not written. The
+The CDR checks are computed in the step that writes the day (`DayChecks` sees every record as
+it is received and every row group as it is written), so no step reads a partition back to check
+it; they are check specs of that step. Four of them prove the day whole and are blocking
+(`BLOCKING_CHECKS`): the row count against the API's `metadata.total`, ids unique across the
+day, every `started_at` in the window, and raw = cdrs + quarantine. When one fails, nothing of
+the day is published (`pipelines.cdr_day`) and the step fails naming what was wrong. The
 snapshot checks read the latest snapshot of each table.
 """
 
@@ -16,13 +18,20 @@ import dagster as dg
 import polars as pl
 
 from models.tables import TABLES, TYPE_TABLES
+from models.timestamps import iso_ms
 from pipelines.partitions import partition_window
 from pipelines.resources import WarehouseResource
+from warehouse.decode import with_timestamps
 from warehouse.lake import Lake
 from warehouse.normalize import NormalizedTables
 
 RAW_CDRS = "raw_cdrs"
 ROW_COUNT_CHECK = "row_count_matches_api_total"
+IDS_CHECK = "cdrs_ids_unique"
+WINDOW_CHECK = "cdrs_started_at_in_window"
+RAW_ADDS_UP_CHECK = "cdrs_raw_rows_add_up"
+# The checks that prove a day whole: the day is published only when every one passes.
+BLOCKING_CHECKS: tuple[str, ...] = (ROW_COUNT_CHECK, IDS_CHECK, WINDOW_CHECK, RAW_ADDS_UP_CHECK)
 # Per-type table name -> the CDR `type` value whose rows it holds.
 TABLE_TYPES: dict[str, str] = {spec.name: kind for kind, spec in TYPE_TABLES.items()}
 # Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
@@ -46,14 +55,22 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         description="Rows written equal the API's metadata.total for the window.",
     ),
     dg.AssetCheckSpec(
-        "cdrs_ids_unique",
+        IDS_CHECK,
         asset="cdrs",
-        description="CDR ids are unique within the day (re-runs must not duplicate).",
+        blocking=True,
+        description="CDR ids are unique across the day's received records (any row group).",
     ),
     dg.AssetCheckSpec(
-        "cdrs_started_at_in_window",
+        WINDOW_CHECK,
         asset="cdrs",
-        description="Every started_at lies inside the partition's [day, day+1) UTC window.",
+        blocking=True,
+        description="Every started_at received lies inside the partition's [day, day+1) window.",
+    ),
+    dg.AssetCheckSpec(
+        RAW_ADDS_UP_CHECK,
+        asset="cdrs",
+        blocking=True,
+        description="raw_cdrs rows = cdrs rows + cdr_quarantine rows: no record dropped.",
     ),
     dg.AssetCheckSpec(
         "cdrs_keys_not_null",
@@ -73,7 +90,7 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
     dg.AssetCheckSpec(
         "cdr_quarantine_empty",
         asset="cdr_quarantine",
-        description="No record was quarantined, and raw = cdrs + quarantine rows (none dropped).",
+        description="No record was quarantined (an odd record does not block its day).",
     ),
 )
 _CHECK_ASSETS: dict[str, dg.AssetKey] = {spec.name: spec.asset_key for spec in CDR_CHECK_SPECS}
@@ -85,14 +102,19 @@ def _sample(values: pl.Series) -> list[str]:
 
 @dataclass
 class DayChecks:
-    """What the CDR checks need, gathered from each row group as it is written."""
+    """What the CDR checks need: every record as received (`receive`), every normalized row
+    group as written (`add`)."""
 
     partition: str
-    raw_rows: int = 0
-    # 64-bit hashes of the ids, not the ids: 8 bytes a row, so a 1M-CDR day stays small.
+    # From `receive`: the records as the API sent them, before a row group's dedupe, so a
+    # duplicate inside one group counts as much as one 5,000 rows away.
+    received: int = 0
+    # 64-bit hashes of the ids, not the ids: 8 bytes a record, so a 1M-CDR day stays small.
     id_hashes: list[pl.Series] = field(default_factory=list)
     outside: int = 0
     outside_sample: list[str] = field(default_factory=list)
+    # From `add`: the normalized row groups.
+    raw_rows: int = 0
     nulls: dict[str, int] = field(default_factory=dict)
     by_type: dict[str, int] = field(default_factory=dict)
     table_rows: dict[str, int] = field(default_factory=dict)
@@ -100,17 +122,29 @@ class DayChecks:
     quarantined: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[str] = field(default_factory=list)
+    _duplicates: pl.Series | None = field(default=None, repr=False)
+
+    def receive(self, frame: pl.DataFrame) -> None:
+        """Fold one page (or raw batch) of decoded records, as received: ids and started_at.
+
+        A `started_at` that does not parse is not outside: its record is quarantined, and one
+        odd record does not block its day."""
+        start, end = partition_window(self.partition)
+        self.received += frame.height
+        self.id_hashes.append(frame["id"].drop_nulls().hash(seed=0))
+        self._duplicates = None
+        times = with_timestamps(
+            frame.select("id", "started_at_raw"), {"started_at": pl.col("started_at_raw")}
+        )
+        started = pl.col("started_at")
+        outside = times.filter((started < start) | (started >= end))
+        self.outside += outside.height
+        self.outside_sample = (self.outside_sample + _sample(outside["id"]))[:SAMPLE]
 
     def add(self, raw_rows: int, tables: NormalizedTables) -> None:
         """Fold one normalized row group into the tallies (cheap column reductions only)."""
-        start, end = partition_window(self.partition)
         cdrs = tables.cdrs
         self.raw_rows += raw_rows
-        self.id_hashes.append(cdrs["id"].hash(seed=0))
-        started = pl.col("started_at")
-        outside = cdrs.filter(started.is_null() | (started < start) | (started >= end))
-        self.outside += outside.height
-        self.outside_sample = (self.outside_sample + _sample(outside["id"]))[:SAMPLE]
         for column in ("id", "type", "started_at"):
             self._count(self.nulls, f"cdrs.{column}", cdrs[column].null_count())
         for kind, n in cdrs.group_by("type").len().iter_rows():
@@ -130,26 +164,47 @@ class DayChecks:
     def _count(tally: dict[str, int], key: str, n: int) -> None:
         tally[key] = tally.get(key, 0) + n
 
+    def duplicate_hashes(self) -> pl.Series:
+        """The hashes of the ids received more than once (each once)."""
+        if self._duplicates is None:
+            hashes = pl.concat(self.id_hashes) if self.id_hashes else pl.Series([], dtype=pl.UInt64)
+            # Sorted, a duplicate sits next to its twin: +8 MB for a 1M-CDR day, where
+            # `is_duplicated`'s hash table took +90 MB, the step's peak (bench/RESULTS.md).
+            ordered = hashes.sort()
+            self._duplicates = ordered.filter(ordered == ordered.shift(1)).unique()
+        return self._duplicates
+
+    def passes(self, rows: int, api_total: int | None) -> dict[str, bool]:
+        """Each blocking check's verdict, from the tallies alone (no I/O): what decides whether
+        the day is published. `api_total` None: no API was asked (a re-normalization)."""
+        return {
+            ROW_COUNT_CHECK: api_total is None or rows == api_total,
+            IDS_CHECK: self.duplicate_hashes().len() == 0,
+            WINDOW_CHECK: self.outside == 0,
+            RAW_ADDS_UP_CHECK: self.raw_rows == self.table_rows.get("cdrs", 0) + self.quarantined,
+        }
+
+    def whole(self, rows: int, api_total: int | None) -> bool:
+        """Whether every blocking check passes: the day may replace the published one."""
+        return all(self.passes(rows, api_total).values())
+
     def results(
-        self, known_users: pl.Series, written_ids: Callable[[], Iterator[pl.Series]]
+        self, known_users: pl.Series, received_ids: Callable[[], Iterator[pl.Series]]
     ) -> list[dg.AssetCheckResult]:
         """Every check of the typed tables (the row count is `row_count_result`).
 
-        `written_ids` reads the day's cdrs ids back; only called when duplicates were found,
-        to name them in the sample."""
-        hashes = pl.concat(self.id_hashes) if self.id_hashes else pl.Series([], dtype=pl.UInt64)
-        # Sorted, a duplicate sits next to its twin: +8 MB for a 1M-CDR day, where
-        # `is_duplicated`'s hash table took +90 MB, the step's peak (bench/RESULTS.md).
-        ordered = hashes.sort()
-        dup_hashes = ordered.filter(ordered == ordered.shift(1)).unique()
-        del ordered
+        `received_ids` reads the day's received ids back (the raw records, published or
+        rejected); only called when duplicates were found, to name them in the sample."""
+        dup_hashes = self.duplicate_hashes()
         dupes = pl.Series("id", [], dtype=pl.String)
         if dup_hashes.len():
             dupes = pl.concat(
-                [ids.filter(ids.hash(seed=0).is_in(dup_hashes.implode())) for ids in written_ids()]
+                [ids.filter(ids.hash(seed=0).is_in(dup_hashes.implode())) for ids in received_ids()]
             ).unique(maintain_order=True)
         start, end = partition_window(self.partition)
+        window = f"[{iso_ms(start)}, {iso_ms(end)})"
         cdrs_rows = self.table_rows.get("cdrs", 0)
+        passes = self.passes(self.received, None)
         compare = {
             table: {
                 "rows": self.table_rows.get(table, 0),
@@ -168,25 +223,37 @@ class DayChecks:
         }
         return [
             _result(
-                "cdrs_ids_unique",
-                dup_hashes.len() == 0,
-                rows=hashes.len(),
+                IDS_CHECK,
+                passes[IDS_CHECK],
+                _plural(dup_hashes.len(), "duplicate id")
+                + f" among {self.received} records received{_eg(_sample(dupes))}",
+                rows=self.received,
                 duplicate_ids=dup_hashes.len(),
                 sample=_sample(dupes),
             ),
             _result(
-                "cdrs_started_at_in_window",
-                self.outside == 0,
-                window_start=start.isoformat(),
-                window_end=end.isoformat(),
+                WINDOW_CHECK,
+                passes[WINDOW_CHECK],
+                f"{self.outside} started_at outside {window}{_eg(self.outside_sample)}",
+                window_start=iso_ms(start),
+                window_end=iso_ms(end),
                 outside=self.outside,
                 sample=self.outside_sample,
             ),
-            _result("cdrs_keys_not_null", not any(nulls.values()), null_counts=nulls),
+            _result(
+                RAW_ADDS_UP_CHECK,
+                passes[RAW_ADDS_UP_CHECK],
+                f"raw {self.raw_rows} != cdrs {cdrs_rows} + quarantine {self.quarantined}",
+                raw_rows=self.raw_rows,
+                cdrs_rows=cdrs_rows,
+                quarantined=self.quarantined,
+            ),
+            _result("cdrs_keys_not_null", not any(nulls.values()), None, null_counts=nulls),
             _result(
                 "cdrs_type_tables_add_up",
                 all(v["rows"] == v["cdrs_of_type"] for v in compare.values())
                 and typed + unknown == cdrs_rows,
+                None,
                 cdrs=cdrs_rows,
                 typed_rows=typed,
                 unknown_type_rows=unknown,
@@ -195,6 +262,7 @@ class DayChecks:
             _result(
                 "cdrs_users_known",
                 missing.len() == 0,
+                None,
                 # A warning: the users snapshot may simply be older than the newest agents.
                 severity=dg.AssetCheckSeverity.WARN,
                 cdr_users=users.len(),
@@ -204,7 +272,8 @@ class DayChecks:
             ),
             _result(
                 "cdr_quarantine_empty",
-                self.quarantined == 0 and self.raw_rows == cdrs_rows + self.quarantined,
+                self.quarantined == 0,
+                None,
                 raw_rows=self.raw_rows,
                 cdrs_rows=cdrs_rows,
                 quarantined=self.quarantined,
@@ -214,31 +283,52 @@ class DayChecks:
         ]
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _eg(sample: Sequence[str]) -> str:
+    return f" (e.g. {', '.join(sample)})" if sample else ""
+
+
 def _result(
     check: str,
     passed: bool,
+    problem: str | None,
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
     **metadata: Any,
 ) -> dg.AssetCheckResult:
-    """One CDR check's result, on the asset its spec names."""
+    """One CDR check's result, on the asset its spec names; a failed one with `problem` says
+    what was wrong in its description (and in the step's failure, for a blocking check)."""
     return dg.AssetCheckResult(
         asset_key=_CHECK_ASSETS[check],
         check_name=check,
         passed=passed,
         severity=severity,
+        description=None if passed else problem,
         metadata=metadata,
     )
 
 
 def row_count_result(rows: int, api_total: int) -> dg.AssetCheckResult:
-    """The blocking check: rows written equal the API's metadata.total of the day's windows."""
+    """Rows received equal the API's metadata.total of the day's windows."""
     return _result(
         ROW_COUNT_CHECK,
         rows == api_total,
+        f"{rows} rows received != API total {api_total}",
         rows=rows,
         api_total=api_total,
         difference=rows - api_total,
     )
+
+
+def blocking_problems(results: Sequence[dg.AssetCheckResult]) -> list[str]:
+    """`check: what was wrong` for each failed blocking check among `results`."""
+    return [
+        f"{r.check_name}: {r.description or 'failed'}"
+        for r in results
+        if r.check_name in BLOCKING_CHECKS and not r.passed
+    ]
 
 
 def selected(

@@ -30,7 +30,9 @@ do not edit by hand. Open the warehouse with `cdrhouse sql "..."` or
 `duckdb -readonly data/warehouse.duckdb`.
 
 `warehouse.duckdb` holds only views over the Parquet lake
-(`data/lake/<table>/<key>/part-0.parquet`).
+(`data/lake/<table>/<key>/part-0.parquet`). A CDR day is replaced in every table and view only
+when it is whole (its blocking checks pass); the records of a day that was not are kept in
+`data/lake/_rejected/raw_cdrs/date=<day>/`, which no view reads.
 Timestamps are `TIMESTAMPTZ` in UTC with millisecond precision; money is `DECIMAL`, exact.
 
 For every snapshot table `T` (users, memberships, queues, skills, teams, campaigns, numbers,

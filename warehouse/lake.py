@@ -18,6 +18,12 @@ and write time in its Parquet key-value metadata. A write from another source is
 anything is written (`LakeSourceConflict`).
 
 The partition column is not stored in the files (it is in the path); `read` adds it back.
+
+Rejected partitions: a day that fails a blocking check publishes nothing, and its raw records go
+to `<root>/_rejected/<table>/<key>/part-0.parquet` instead (`PartitionWriter.reject`), for
+diagnosis. No reader takes them for the table: they are one level deeper than every partition
+glob (`<table>/*/part-0.parquet`, `*/*/part-0.parquet`) and every listing (`partitions`,
+`stamps`); the next partition published for that key deletes them.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from warehouse.stores import (
 )
 
 MARKER_FILE = "_cdrhouse_lake.json"
+REJECTED_DIR = "_rejected"
 # Parquet key-value metadata written into every partition file.
 META_SOURCE = "cdrhouse.source"
 META_WRITTEN_AT = "cdrhouse.written_at"
@@ -118,6 +125,13 @@ class PartitionWriter:
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
+    def reject(self) -> None:
+        """Publish to the rejected area instead (`REJECTED_DIR`): out of every reader's way,
+        the published partition untouched. Rejected data claims no lake."""
+        if not self.rel.startswith(f"{REJECTED_DIR}/"):
+            self.rel = f"{REJECTED_DIR}/{self.rel}"
+        self.claim = None
+
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(
@@ -185,13 +199,14 @@ class Lake:
             raise ValueError(f"{self.uri} is a local lake")  # noqa: TRY004 - a config value
         return self.store.fs
 
-    def _rel(self, table: str, key: str) -> str:
+    def _rel(self, table: str, key: str, *, rejected: bool = False) -> str:
         _parse_key(key)
-        return f"{table}/{key}/{PART_FILE}"
+        return f"{REJECTED_DIR}/" * rejected + f"{table}/{key}/{PART_FILE}"
 
-    def partition_url(self, table: str, key: str) -> str:
-        """Where readers find a partition: an absolute path or an `s3://…` URL."""
-        return self.store.url(self._rel(table, key))
+    def partition_url(self, table: str, key: str, *, rejected: bool = False) -> str:
+        """Where readers find a partition (or its rejected copy): an absolute path or an
+        `s3://…` URL."""
+        return self.store.url(self._rel(table, key, rejected=rejected))
 
     def table_glob(self, table: str) -> str:
         """A glob over every partition file of a table, for DuckDB and other engines."""
@@ -205,8 +220,8 @@ class Lake:
         """The local file of a partition (local lakes only)."""
         return self.root / self._rel(table, key)
 
-    def exists(self, table: str, key: str) -> bool:
-        return self.store.exists(self._rel(table, key))
+    def exists(self, table: str, key: str, *, rejected: bool = False) -> bool:
+        return self.store.exists(self._rel(table, key, rejected=rejected))
 
     # --- provenance -----------------------------------------------------------------------
 
@@ -305,9 +320,11 @@ class Lake:
 
     # --- reading --------------------------------------------------------------------------
 
-    def open_parquet(self, table: str, key: str) -> pq.ParquetFile | None:
-        """The partition's Parquet file, or None if it is absent."""
-        rel = self._rel(table, key)
+    def open_parquet(
+        self, table: str, key: str, *, rejected: bool = False
+    ) -> pq.ParquetFile | None:
+        """The partition's (or its rejected copy's) Parquet file, or None if it is absent."""
+        rel = self._rel(table, key, rejected=rejected)
         if isinstance(self.store, LocalStore):
             try:
                 return pq.ParquetFile(self.store.url(rel))  # an open file keeps its inode
@@ -319,11 +336,18 @@ class Lake:
         return None if data is None else pq.ParquetFile(pa.BufferReader(data))
 
     def iter_batches(
-        self, table: str, key: str, *, columns: Sequence[str] | None = None, rows: int = 10_000
+        self,
+        table: str,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        rows: int = 10_000,
+        rejected: bool = False,
     ) -> Iterator[pl.DataFrame]:
         """The partition's rows (without the partition column), `rows` at a time: memory stays
-        bounded whatever the size of the day. Nothing when the partition is absent."""
-        parquet = self.open_parquet(table, key)
+        bounded whatever the size of the day. Nothing when the partition is absent.
+        `rejected`: the rows of its rejected copy instead."""
+        parquet = self.open_parquet(table, key, rejected=rejected)
         if parquet is None:
             return
         for batch in parquet.iter_batches(batch_size=rows, columns=columns):
@@ -383,8 +407,8 @@ class Lake:
 
     # --- maintenance ----------------------------------------------------------------------
 
-    def delete_partition(self, table: str, key: str) -> bool:
-        return self.store.delete(self._rel(table, key))
+    def delete_partition(self, table: str, key: str, *, rejected: bool = False) -> bool:
+        return self.store.delete(self._rel(table, key, rejected=rejected))
 
     def reset(self) -> int:
         """Delete every file of the lake, its source marker included; returns how many."""

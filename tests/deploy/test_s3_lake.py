@@ -100,6 +100,35 @@ def test_of_two_first_writers_of_different_sources_exactly_one_claims_the_lake(
     second.claim("acme.example.com")  # the same source is welcome
 
 
+def test_a_rejected_partition_is_kept_out_of_every_readers_way_on_s3(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    lake = Lake(f"s3://{new_bucket}/lake")
+    lake.write("raw_cdrs", KEY, raw_frame(["old1", "old2"]), source="sandbox:7")
+    published = s3.client().get_object(Bucket=new_bucket, Key=f"lake/raw_cdrs/{KEY}/part-0.parquet")
+    with lake.writer("raw_cdrs", KEY, source="sandbox:7") as w:
+        w.write(raw_frame(["new1", "new1", "new2"]))
+        w.reject()
+    rejected = f"lake/_rejected/raw_cdrs/{KEY}/part-0.parquet"
+    assert s3.keys(new_bucket) == [
+        "lake/_cdrhouse_lake.json",
+        rejected,
+        f"lake/raw_cdrs/{KEY}/part-0.parquet",
+    ]
+    now = s3.client().get_object(Bucket=new_bucket, Key=f"lake/raw_cdrs/{KEY}/part-0.parquet")
+    assert now["ETag"] == published["ETag"]
+    assert lake.partition_url("raw_cdrs", KEY, rejected=True) == f"s3://{new_bucket}/{rejected}"
+    back = pl.concat(lake.iter_batches("raw_cdrs", KEY, rejected=True))
+    assert back["id"].to_list() == ["new1", "new1", "new2"]
+    # No listing or glob reads them as the day's.
+    assert lake.partitions("raw_cdrs") == [KEY]
+    assert set(lake.store.list_all()) == {"raw_cdrs"}
+    for glob in (lake.table_glob("raw_cdrs"), lake.files_glob()):
+        assert lake.fs.glob(glob) == [f"{new_bucket}/lake/raw_cdrs/{KEY}/part-0.parquet"]
+    assert lake.delete_partition("raw_cdrs", KEY, rejected=True)
+    assert rejected not in s3.keys(new_bucket)
+
+
 def test_failed_write_leaves_the_previous_object_and_nothing_else(
     aws, s3: MotoS3, new_bucket: str
 ) -> None:

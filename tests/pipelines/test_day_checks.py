@@ -12,7 +12,7 @@ import orjson
 import polars as pl
 
 from connectors.sandbox.generator import encode_page
-from pipelines.checks import DayChecks, known_user_ids
+from pipelines.checks import DayChecks, blocking_problems, known_user_ids
 from warehouse.decode import decode_page_typed
 from warehouse.lake import Lake
 from warehouse.normalize import normalize_decoded
@@ -47,6 +47,7 @@ def _group(*records: dict[str, object]) -> pl.DataFrame:
 def _fold(*groups: pl.DataFrame) -> DayChecks:
     checks = DayChecks(DAY)
     for group in groups:
+        checks.receive(group)
         checks.add(group.height, normalize_decoded(group))
     return checks
 
@@ -62,7 +63,7 @@ def _results(checks: DayChecks, ids: list[str] | None = None) -> dict[str, dg.As
 def test_a_clean_day_passes_every_check() -> None:
     results = _results(_fold(_group(_rec(1), _rec(2)), _group(_rec(3))))
     assert {name: r.passed for name, r in results.items()} == dict.fromkeys(results, True)
-    assert len(results) == 6
+    assert len(results) == 7
 
 
 def test_a_duplicate_across_row_groups_fails_ids_unique_and_is_named() -> None:
@@ -103,6 +104,45 @@ def test_window_nulls_types_users_and_quarantine_each_fail() -> None:
     assert results["cdrs_type_tables_add_up"].passed
     assert results["cdrs_type_tables_add_up"].metadata["unknown_type_rows"].value == 1
     assert results["cdrs_keys_not_null"].passed
+
+
+def test_a_duplicate_inside_one_row_group_is_counted_before_the_groups_dedupe() -> None:
+    # normalize keeps one copy per row group, so cdrs alone would look unique.
+    dup = str(_rec(2)["id"])
+    checks = _fold(_group(_rec(1), _rec(2), _rec(2, cost=0.5)))
+    results = _results(checks, [str(_rec(1)["id"]), dup, dup])
+    assert checks.table_rows["cdrs"] == 2
+    ids = results["cdrs_ids_unique"]
+    assert not ids.passed
+    assert ids.description == f"1 duplicate id among 3 records received (e.g. {dup})"
+    adds_up = results["cdrs_raw_rows_add_up"]
+    assert not adds_up.passed
+    assert adds_up.description == "raw 3 != cdrs 2 + quarantine 0"
+    assert not checks.whole(3, 3)
+    assert blocking_problems(list(results.values())) == [
+        f"cdrs_ids_unique: {ids.description}",
+        f"cdrs_raw_rows_add_up: {adds_up.description}",
+    ]
+
+
+def test_whole_needs_every_blocking_check_and_a_quarantined_record_does_not_block() -> None:
+    broken = _rec(3, cost="1.00")  # quarantined: the day is still whole
+    unparseable = _rec(4, started_at="yesterday")  # quarantined, not "outside"
+    checks = _fold(_group(_rec(1), _rec(2)), _group(broken, unparseable))
+    assert checks.whole(4, 4)
+    assert checks.whole(4, None)  # a re-normalization: no API total to compare
+    assert not checks.whole(4, 5)  # the row count
+    results = _results(checks)
+    assert not results["cdr_quarantine_empty"].passed
+    assert results["cdr_quarantine_empty"].metadata["quarantined"].value == 2
+    assert blocking_problems(list(results.values())) == []
+    outside = _fold(_group(_rec(1), _rec(2, started_at="2026-11-06T00:00:00.000Z")))
+    assert not outside.whole(2, 2)
+    window = _results(outside)["cdrs_started_at_in_window"].description
+    assert window == (
+        "1 started_at outside [2026-11-05T00:00:00.000Z, 2026-11-06T00:00:00.000Z) "
+        f"(e.g. {_rec(2)['id']})"
+    )
 
 
 def test_type_tables_that_do_not_add_up_fail() -> None:

@@ -5,6 +5,8 @@ passes every request to the sandbox's app and rewrites the records of each CDR l
 a function of the record's bytes (a 7-decimal cost, `1e400`, a byte that is not UTF-8, a
 3,000-deep array, ...): the same bytes on every request, as a server holding that data would
 send. It counts the requests of each page, so a test can tell a retry loop from one re-request.
+`query`, when given, rewrites each CDR request's query string before the sandbox reads it (a
+server that reads `started_at[lt]` as `started_at[lte]`: an inclusive upper bound).
 `serve_app` puts any ASGI app on a loopback port (uvicorn in a thread), for the real pipeline.
 """
 
@@ -31,6 +33,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 Rewrite = Callable[[bytes], bytes]
+RewriteQuery = Callable[[bytes], bytes]
 
 _ID = re.compile(rb'^\{"id":"([^"]*)"')
 _COST = re.compile(rb'"cost":(-?[0-9][0-9.eE+-]*)')
@@ -73,9 +76,10 @@ def seven_decimals(token: bytes) -> bytes:
 class RewritingApp:
     """The sandbox's app, with each CDR page's records passed through `rewrite`."""
 
-    def __init__(self, app: App, rewrite: Rewrite) -> None:
+    def __init__(self, app: App, rewrite: Rewrite, query: RewriteQuery | None = None) -> None:
         self.app = app
         self.rewrite = rewrite
+        self.query = query
         # Requests per page (its query string) and times each record id was served.
         self.pages: Counter[str] = Counter()
         self.served: Counter[str] = Counter()
@@ -85,6 +89,8 @@ class RewritingApp:
             await self.app(scope, receive, send)
             return
         self.pages[scope["query_string"].decode()] += 1
+        if self.query is not None:
+            scope = {**scope, "query_string": self.query(scope["query_string"])}
         start: Message = {}
         chunks: list[bytes] = []
 

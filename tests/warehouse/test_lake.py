@@ -116,3 +116,32 @@ def test_partition_footer_gives_rows_and_source_without_the_data(tmp_path) -> No
     assert lake.partition_source("raw_cdrs", key) == "sandbox:3"
     assert lake.partition_footer("raw_cdrs", "date=2026-11-21") is None
     assert lake.partition_source("raw_cdrs", "date=2026-11-21") is None
+
+
+def test_a_rejected_partition_is_kept_out_of_every_readers_way(tmp_path) -> None:
+    import duckdb
+
+    lake = Lake(tmp_path.as_uri())
+    day = dt.date(2026, 11, 20)
+    key = partition_key("date", day)
+    lake.write("raw_cdrs", key, frame(["old1", "old2"], day), source="sandbox:7")
+    published = lake.partition_path("raw_cdrs", key).read_bytes()
+    with lake.writer("raw_cdrs", key, source="sandbox:7") as w:
+        w.write(frame(["new1", "new1", "new2"], day))
+        w.reject()
+    # The published partition is untouched; the rejected records are under _rejected/.
+    assert lake.partition_path("raw_cdrs", key).read_bytes() == published
+    rejected = tmp_path / "_rejected" / "raw_cdrs" / key / "part-0.parquet"
+    assert lake.partition_url("raw_cdrs", key, rejected=True) == str(rejected)
+    assert lake.exists("raw_cdrs", key, rejected=True)
+    back = pl.concat(lake.iter_batches("raw_cdrs", key, rejected=True))
+    assert back["id"].to_list() == ["new1", "new1", "new2"]
+    # No listing, glob or view reads them as the day's.
+    assert lake.partitions("raw_cdrs") == [key]
+    assert lake.store.list_all() == {"raw_cdrs": lake.stamps("raw_cdrs")}
+    for glob in (lake.table_glob("raw_cdrs"), lake.files_glob()):
+        files = duckdb.execute(f"select file from glob('{glob}')").fetchall()
+        assert files == [(str(lake.partition_path("raw_cdrs", key)),)], glob
+    assert lake.delete_partition("raw_cdrs", key, rejected=True)
+    assert not rejected.exists()
+    assert lake.partition_path("raw_cdrs", key).read_bytes() == published

@@ -1,0 +1,296 @@
+"""Issue 22: publishing is all or nothing, per day.
+
+A 6,000-CDR sandbox day is ingested exactly, then again through a server that gets it wrong in
+a way the row count cannot see: (a) it repeats ids more than 5,000 rows apart (so no row
+group's dedupe sees them) and (b) its upper bound is inclusive, so a CDR on a sub-window
+boundary comes twice and the next day's first CDR (00:00:00.000) comes with the day. The
+server is the sandbox behind `RewritingApp` (tests/support/oddserver.py) over a real socket;
+the runs are `cdrhouse ingest`'s (`run_ingest`: the CDR job, its checks, the aggregates, the
+views). The failed run must leave every published byte of the day as it was, say what was
+wrong, and skip the aggregates; the records it received wait in the lake's rejected area.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import httpx
+import polars as pl
+import pytest
+
+from connectors.sandbox.config import DEFAULT_API_KEY
+from pipelines.cdr_day import NORMALIZED_TABLES
+from pipelines.cli_runs import IngestReport, run_ingest
+from pipelines.definitions import CDR_JOB
+from tests.support.clock import SessionClock
+from tests.support.lake import warehouse
+from tests.support.oddserver import RewritingApp, record_id, serve_app
+from tests.support.sandboxes import make_sandbox
+from tests.support.served import ServedSandbox
+from warehouse.duck import WAREHOUSE_FILE
+from warehouse.lake import Lake
+from warehouse.viewsql import aggregate_names
+
+CDRS_PER_DAY = 6_000
+# Records (in API order) whose ids the repeating server replaces with an id served more than
+# 5,000 rows earlier: 3 duplicate ids, in no common row group, and the same row count.
+REPEATS = {5_800: 100, 5_850: 200, 5_900: 300}
+# Sub-window bounds inside the day (the connector's default sub-window is one hour) where an
+# agent call starts, so an inclusive upper bound serves each of them twice.
+BOUNDARY_HOURS = (6, 12, 18)
+CONTACT = "4915112345678"
+_LT = re.compile(rb"started_at(%5B|\[)lt(%5D|\])=")
+
+
+@dataclass
+class Api:
+    """The served day and the server's current way of getting it wrong (`mode`)."""
+
+    app: RewritingApp
+    served: ServedSandbox
+    day: date
+    repeats: dict[str, str]  # record id -> the earlier id the repeating server sends instead
+    mode: str = "exact"
+
+    def rewrite(self, record: bytes) -> bytes:
+        if self.mode != "repeats":
+            return record
+        own = record_id(record)
+        twin = self.repeats.get(own)
+        return record if twin is None else record.replace(own.encode(), twin.encode(), 1)
+
+    def query(self, query: bytes) -> bytes:
+        if self.mode != "inclusive":
+            return query
+        return _LT.sub(lambda m: b"started_at" + m[1] + b"lte" + m[2] + b"=", query)
+
+    def ingest(self, data_dir: Path, instance: dg.DagsterInstance) -> IngestReport:
+        defs = self.served.defs(data_dir)
+        return run_ingest(
+            defs, [self.day.isoformat()], instance=instance, data_dir=data_dir, snapshots=False
+        )
+
+
+def _agent_call_at(base_url: str, api_key: str, sandbox: Any, at: datetime) -> str:
+    """An agent's call started through the API at `at` (the sandbox's clock), hung up a minute
+    later: a call CDR whose started_at is exactly `at`."""
+    agent = sandbox.dataset.users[0]["id"]
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with httpx.Client(base_url=f"{base_url}/api/v4", headers=headers, timeout=30) as api:
+        sandbox.clock.set(at)
+        started = api.post("/voice/calls", json={"phone_number": CONTACT, "user_id": agent})
+        assert started.status_code == 201, started.text
+        call_id: str = started.json()["call"]["id"]
+        sandbox.clock.set(at + timedelta(minutes=1))
+        ended = api.post(f"/voice/calls/{call_id}/hangup", json={"user_id": agent})
+        assert ended.status_code == 200, ended.text
+    return call_id
+
+
+@pytest.fixture(scope="module")
+def api(clock: SessionClock) -> Iterator[Api]:
+    first = clock.days_ago(3)
+    day = clock.days_ago(2)  # the next day, with its CDR at 00:00:00.000, is served too
+    sandbox = make_sandbox(start_date=first, days=3, cdrs_per_day=CDRS_PER_DAY, now=clock.now)
+    holder: list[Api] = []
+    app = RewritingApp(sandbox.app, lambda r: holder[0].rewrite(r), lambda q: holder[0].query(q))
+    with serve_app(app) as base_url:
+        calls = [
+            _agent_call_at(
+                base_url, DEFAULT_API_KEY, sandbox, datetime.combine(day, time(h), tzinfo=UTC)
+            )
+            for h in BOUNDARY_HOURS
+        ]
+        clock.freeze(sandbox)
+        ids = sandbox.dataset.day(day).ids  # API order: (started_at, id)
+        assert len(ids) == CDRS_PER_DAY
+        assert not set(calls) & set(ids)
+        # One window at a time, in API order: every row group of the day is predictable.
+        defaults = {"concurrency": 1, "max_attempts": 2, "max_retry_s": 2.0}
+        served = ServedSandbox(sandbox, base_url, first, clock, defaults)
+        api = Api(app, served, day, {ids[at]: ids[twin] for at, twin in REPEATS.items()})
+        holder.append(api)
+        yield api
+
+
+def _published(data_dir: Path, day: date) -> dict[str, str]:
+    """sha256 of every published file of the day's partitions (every table, `agg_*` too)."""
+    lake = data_dir / "lake"
+    return {
+        str(p.relative_to(lake)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(lake.glob(f"*/date={day}/*"))
+        if p.is_file()
+    }
+
+
+def _answers(data_dir: Path, day: date) -> dict[str, list[tuple[Any, ...]]]:
+    """What an analyst reads: the day's cdrs and raw_cdrs, every `rpt_*` view whole."""
+    with warehouse(data_dir) as con:
+        views = [
+            name
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables "
+                "where table_name like 'rpt\\_%' escape '\\' order by 1"
+            ).fetchall()
+        ]
+        assert len(views) >= 6, views
+        out = {
+            "cdrs": con.execute("select * from cdrs where date = ? order by id", [day]).fetchall(),
+            "raw_cdrs": con.execute(
+                "select id, record from raw_cdrs where date = ? order by id, record", [day]
+            ).fetchall(),
+        }
+        for view in views:
+            out[view] = sorted(con.execute(f"select * from {view}").fetchall(), key=repr)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mode", "problems"),
+    [
+        (
+            "repeats",
+            [
+                "cdrs_ids_unique: 3 duplicate ids among 6003 records received (e.g. ",
+            ],
+        ),
+        (
+            "inclusive",
+            [
+                "cdrs_ids_unique: 3 duplicate ids among 6007 records received (e.g. ",
+                "cdrs_started_at_in_window: 1 started_at outside [",
+            ],
+        ),
+    ],
+    ids=["repeated-ids-5000-rows-apart", "inclusive-upper-bound"],
+)
+def test_a_failing_run_leaves_every_published_byte_of_its_day(
+    api: Api, tmp_path: Path, mode: str, problems: list[str]
+) -> None:
+    day = api.day
+    with dg.DagsterInstance.ephemeral() as instance:
+        api.mode = "exact"
+        good = api.ingest(tmp_path, instance)
+        (line,) = good.runs
+        assert line.success, line.failure
+        assert line.rows["cdrs"] == CDRS_PER_DAY + len(BOUNDARY_HOURS)
+        before = _published(tmp_path, day)
+        tables = {name.split("/")[0] for name in before}
+        assert tables == {"raw_cdrs", *NORMALIZED_TABLES, *aggregate_names()}
+        answers = _answers(tmp_path, day)
+        views = hashlib.sha256((tmp_path / WAREHOUSE_FILE).read_bytes()).hexdigest()
+
+        api.mode = mode
+        try:
+            bad = api.ingest(tmp_path, instance)
+        finally:
+            api.mode = "exact"
+        (line,) = bad.runs
+        # Nothing of the day was published: every byte as it was, no materialization.
+        assert _published(tmp_path, day) == before
+        assert _answers(tmp_path, day) == answers
+        assert hashlib.sha256((tmp_path / WAREHOUSE_FILE).read_bytes()).hexdigest() == views
+        assert line.rows == {}
+        # The run failed (not only its checks).
+        assert not bad.success
+        assert not line.success
+        # The line and the failure file say what was wrong.
+        assert line.failure is not None
+        for problem in problems:
+            assert problem in line.failure, line.failure
+        (summary_file,) = (tmp_path / "failures").glob("*.json")
+        summary = json.loads(summary_file.read_text())
+        (step,) = summary["failed_steps"]
+        assert step["step"] == "raw_cdrs"
+        assert step["error_class"] == "BlockingCheckFailed"
+        for problem in problems:
+            assert problem in step["message"]
+        assert "quarantine not empty" not in step["message"]
+        # The aggregates (and their view refresh) did not run for the day: Dagster abandons
+        # the step downstream of a failed one.
+        run_id = summary["run_id"]
+        started = {
+            e.step_key for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)
+        }
+        assert started == {"raw_cdrs"}
+        aggregates = [e for e in instance.all_logs(run_id) if e.step_key == "reporting_aggregates"]
+        # Only what the run planned at its start, and a log line: no step event, no
+        # materialization, no check evaluation.
+        planned = {
+            dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+            dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+        }
+        assert {e.dagster_event_type for e in aggregates} <= {*planned, None}
+        (abandoned,) = [e.user_message for e in aggregates if e.dagster_event_type is None]
+        assert abandoned.startswith(
+            "Dependencies for step reporting_aggregates failed: ['raw_cdrs'"
+        )
+        assert abandoned.endswith("Not executing.")
+        # The records received are kept for diagnosis, where no reader takes them.
+        lake = Lake((tmp_path / "lake").as_uri())
+        published_raw = lake.read("raw_cdrs", f"date={day}")
+        kept = list(lake.iter_batches("raw_cdrs", f"date={day}", rejected=True))
+        received = sum(batch.height for batch in kept)
+        assert published_raw is not None
+        assert received == published_raw.height + (4 if mode == "inclusive" else 0)
+        assert lake.partition_url("raw_cdrs", f"date={day}", rejected=True) in step["message"]
+
+        # The right server again: the day lands whole, and its rejected copy is gone.
+        summary_file.unlink()
+        again = api.ingest(tmp_path, instance)
+        assert again.success, again.runs[0].failure
+        assert _answers(tmp_path, day)["cdrs"] == answers["cdrs"]
+        assert not lake.exists("raw_cdrs", f"date={day}", rejected=True)
+
+
+def test_renormalizing_a_day_whose_raw_records_repeat_ids_publishes_nothing(
+    api: Api, tmp_path: Path
+) -> None:
+    """A raw partition that repeats ids (published before this rule, by old code) normalized
+    again without the API: the typed tables and aggregates of the day stay as they were."""
+    day, key = api.day, f"date={api.day}"
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert api.ingest(tmp_path, instance).success
+        # The repeating server's records become the published raw_cdrs, as old code left them.
+        lake = Lake((tmp_path / "lake").as_uri())
+        raw = lake.read("raw_cdrs", key)
+        assert raw is not None
+        ids, records = raw["id"].to_list(), raw["record"].to_list()
+        for n, own in enumerate(ids):
+            twin = api.repeats.get(own)
+            if twin is not None:
+                ids[n], records[n] = twin, records[n].replace(own, twin, 1)
+        repeated = raw.with_columns(pl.Series("id", ids), pl.Series("record", records))
+        lake.write("raw_cdrs", key, repeated, source=lake.partition_source("raw_cdrs", key))
+        before = _published(tmp_path, day)
+        answers = _answers(tmp_path, day)
+
+        defs = api.served.defs(tmp_path)
+        job = defs.resolve_job_def(CDR_JOB)
+        typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
+        result = job.execute_in_process(
+            partition_key=day.isoformat(),
+            instance=instance,
+            asset_selection=typed,
+            raise_on_error=False,
+        )
+    assert not result.success
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["cdrs_ids_unique"].passed
+    assert (checks["cdrs_ids_unique"].description or "").startswith("3 duplicate ids among 6003")
+    assert result.get_asset_materialization_events() == []
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "raw_cdrs"
+    user = failure.step_failure_data.user_failure_data
+    assert user is not None
+    assert "cdrs_ids_unique: 3 duplicate ids" in (user.description or "")
+    assert _published(tmp_path, day) == before
+    assert _answers(tmp_path, day) == answers
