@@ -5,8 +5,9 @@
 instance otherwise. Before any run it checks, cheapest first, and stops at the first mistake
 with one line (exit 2): the range, the variables' shapes (before Dagster is even imported), the
 source, then the lake (can it be written now: bucket, credentials, disk) and the instance
-database (`pipelines.preflight`). Nothing heavy at module level (`cdrhouse --help` imports this
-module): each command imports what it needs when it runs.
+database (`pipelines.preflight`). Only the standard library at module level (`cdrhouse` imports
+this module for every command, `sql` too): each command imports what it needs when it runs,
+the preflight and the runs included.
 """
 
 from __future__ import annotations
@@ -17,16 +18,6 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
-
-from pipelines.cli_runs import ensure_pool, run_ingest
-from pipelines.preflight import (
-    SetupError,
-    probe_instance_database,
-    probe_lake,
-    source_problem,
-    start_date_problem,
-    start_problem,
-)
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -43,6 +34,8 @@ class CliError(Exception):
 def validate_range(start: date, end: date, today: date) -> None:
     """`[start, end)` must hold at least one complete UTC day, none of them today or later,
     none before `pipelines.preflight.EARLIEST_DAY`."""
+    from pipelines.preflight import start_problem
+
     problem = start_problem(start, today)
     if problem is not None:
         raise CliError(problem)
@@ -59,6 +52,8 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
     """A variable whose value cannot work, told from its shape alone (no Dagster): the source
     (CC_API_BASE_URL, then the key it needs), CDRHOUSE_LAKE_URI, DAGSTER_HOME and
     CDRHOUSE_START_DATE. Never falls back to fake data, never half-starts."""
+    from pipelines.preflight import source_problem, start_date_problem
+
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
         return problem
@@ -101,6 +96,8 @@ def cmd_ingest(
     if problem is not None:
         raise CliError(problem)
     data_dir = env_data_dir(env)
+    from pipelines.preflight import SetupError, probe_instance_database, probe_lake
+
     try:
         # Can the lake be written now (the bucket, the credentials, the disk)? Writes nothing.
         probe_lake(env.get("CDRHOUSE_LAKE_URI") or (data_dir / "lake").as_uri(), data_dir)
@@ -110,6 +107,7 @@ def cmd_ingest(
         raise CliError(str(exc)) from None
     import dagster as dg
 
+    from pipelines.cli_runs import ensure_pool, run_ingest
     from pipelines.settings import SettingsError
 
     try:
