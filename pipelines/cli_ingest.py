@@ -88,7 +88,10 @@ def cmd_ingest(
     snapshots: bool = True,
     verbose: bool = False,
     out: TextIO | None = None,
+    report_days: int | None = None,
 ) -> int:
+    """`cdrhouse ingest`; with `report_days`, the runs end with one of the
+    `contact_center_report` asset over that many days (`cdrhouse demo`)."""
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
@@ -176,6 +179,7 @@ def cmd_ingest(
                 snapshots=snapshots,
                 verbose=verbose,
                 out=out,
+                report_days=report_days,
             )
     except SetupError as exc:
         raise CliError(str(exc)) from None
@@ -205,19 +209,21 @@ def _table_counts(database: Path) -> list[tuple[str, int]]:
 
 
 def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
-    """Ingest the last `days` complete days from the sandbox, show what landed, and end with
-    the path of the contact-center report of those days."""
+    """Ingest the last `days` complete days from the sandbox and materialize the
+    `contact_center_report` asset of those days, all as Dagster runs in the instance at
+    `DAGSTER_HOME` (the UI shows the report materialized); show what landed, and end with the
+    path of the report, the file `cdrhouse report` writes by default."""
     import duckdb
 
     from pipelines.resources import SANDBOX
-    from warehouse.viewsql import WAREHOUSE_FILE
+    from warehouse.analyst import WAREHOUSE_FILE, report_path
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     # Always the sandbox: a demo must not touch a cluster the shell happens to point at.
     demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
     demo_env["CC_API_BASE_URL"] = SANDBOX
-    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
+    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out, report_days=days)
     if code != 0:
         return code
     database = env_data_dir(env) / WAREHOUSE_FILE
@@ -233,9 +239,6 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
     for row in result:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
-    from warehouse.report import write_report
-
-    report_path = env_data_dir(env) / "report.html"
-    write_report(env_data_dir(env), today - timedelta(days=days), today, report_path)
-    print(f"\ncontact-center report (open it in a browser, works offline): {report_path}", file=out)
+    report = report_path(env_data_dir(env))  # written by the asset's run above
+    print(f"\ncontact-center report (open it in a browser, works offline): {report}", file=out)
     return 0

@@ -1,5 +1,6 @@
-"""The warehouse as an analyst's query opens it (`cdrhouse sql`): its file, its lake, and the
-locked read-only connection, on DuckDB and the standard library alone.
+"""The warehouse as an analyst opens it: its file, its lake, the locked read-only connection of
+`cdrhouse sql`, and the one path of the contact-center report, on DuckDB and the standard
+library alone.
 
 Kept apart from `warehouse.duck` (which builds the views and needs polars, pyarrow and the
 table specs) so that a query over a local lake costs what DuckDB's own start-up costs. Only an
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
+# The report's one file in the data dir: `cdrhouse report` writes it by default, and so does
+# the `contact_center_report` asset (which `cdrhouse demo` materializes).
+REPORTS_DIR = "reports"
+REPORT_FILE = "contact_center_report.html"
 
 
 def lit(text: str) -> str:
@@ -31,6 +36,11 @@ def lit(text: str) -> str:
 
 def default_lake_uri(data_dir: Path) -> str:
     return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
+
+
+def report_path(data_dir: Path) -> Path:
+    """Where the contact-center report of a data dir is written (absolute)."""
+    return Path(data_dir).resolve() / REPORTS_DIR / REPORT_FILE
 
 
 def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:

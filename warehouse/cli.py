@@ -342,7 +342,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the last N complete UTC days, ending yesterday (default {REPORT_DAYS})",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("report.html"), help="HTML file to write (report.html)"
+        "--out",
+        type=Path,
+        help="HTML file to write (default <data dir>/reports/contact_center_report.html, the "
+        "file the Dagster asset contact_center_report writes)",
     )
 
 
@@ -377,18 +380,20 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
+    from warehouse.analyst import report_path
     from warehouse.report import write_report
 
+    out = Path(args.out) if args.out is not None else report_path(data_dir)
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 1
     try:
-        report = write_report(Path(data_dir), start, end, args.out)
+        report = write_report(Path(data_dir), start, end, out)
     except (OSError, duckdb.Error) as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 1
     last = end - dt.timedelta(days=1)
     what = "no CDRs in that range" if report.empty else f"{report.headline.cdrs:,} CDRs"
-    print(f"cdrhouse report: {start} .. {last} ({what}) -> {Path(args.out).resolve()}")
+    print(f"cdrhouse report: {start} .. {last} ({what}) -> {out.resolve()}")
     return 0
