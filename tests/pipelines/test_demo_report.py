@@ -117,14 +117,16 @@ def test_demo_leaves_the_report_materialized_with_the_one_report_path(tmp_path: 
     data_dir = tmp_path / "data"
     the_path = data_dir.resolve() / REPORTS_DIR / REPORT_FILE
     lines = _cdrhouse(env, tmp_path, "demo", "--days", str(DAYS))
-    assert lines[-1].endswith(f": {the_path}"), lines[-1]
-    assert 'data-chart="volume"' in the_path.read_text()
 
     answer = _latest_report(env, tmp_path)
     node = answer["latest"]["assetNodeOrError"]
     assert node["__typename"] == "AssetNode", node
-    (latest,) = node["assetMaterializations"]  # not "Never materialized"
+    materializations = node["assetMaterializations"]
+    assert materializations, f"{REPORT_ASSET} never materialized: {answer}"
+    (latest,) = materializations
     assert answer["run"]["runOrError"]["status"] == "SUCCESS", answer["run"]
+    assert lines[-1].endswith(f": {the_path}"), lines[-1]
+    assert 'data-chart="volume"' in the_path.read_text()
     entries = {e["label"]: e.get("path") or e.get("url") for e in latest["metadataEntries"]}
     assert entries["path"] == str(the_path)
     assert entries["report"] == the_path.as_uri()
