@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pipelines.cli_ingest import (
     DEMO_DAYS,
@@ -23,13 +24,26 @@ from pipelines.cli_ingest import (
     env_data_dir,
     validate_range,
 )
-from pipelines.cli_runs import IngestReport, run_ingest
 from warehouse import cli as warehouse_cli
 from warehouse.kpi import KpiSettings
 
+if TYPE_CHECKING:
+    from pipelines.cli_runs import IngestReport, run_ingest
+
 # Only the standard library at module level (and the command modules, which keep to it too):
 # `cdrhouse --help` and usage errors must answer without importing Dagster, polars, DuckDB or
-# pyarrow (tests/pipelines/test_cli_startup.py). Each command imports what it needs when it runs.
+# pyarrow, and `cdrhouse sql` with DuckDB alone (tests/pipelines/test_cli_startup.py). Each
+# command imports what it needs when it runs; the runs' names below are loaded when asked for.
+_LAZY = {"IngestReport", "run_ingest"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from pipelines import cli_runs
+
+        return getattr(cli_runs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CliError",

@@ -5,8 +5,9 @@
 instance otherwise. Before any run it checks, cheapest first, and stops at the first mistake
 with one line (exit 2): the range, the variables' shapes (before Dagster is even imported), the
 source, then the lake (can it be written now: bucket, credentials, disk) and the instance
-database (`pipelines.preflight`). Nothing heavy at module level (`cdrhouse --help` imports this
-module): each command imports what it needs when it runs.
+database (`pipelines.preflight`). Only the standard library at module level (`cdrhouse` imports
+this module for every command, `sql` too): each command imports what it needs when it runs,
+the preflight and the runs included.
 """
 
 from __future__ import annotations
@@ -17,16 +18,6 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
-
-from pipelines.cli_runs import ensure_pool, run_ingest
-from pipelines.preflight import (
-    SetupError,
-    probe_instance_database,
-    probe_lake,
-    source_problem,
-    start_date_problem,
-    start_problem,
-)
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -43,6 +34,8 @@ class CliError(Exception):
 def validate_range(start: date, end: date, today: date) -> None:
     """`[start, end)` must hold at least one complete UTC day, none of them today or later,
     none before `pipelines.preflight.EARLIEST_DAY`."""
+    from pipelines.preflight import start_problem
+
     problem = start_problem(start, today)
     if problem is not None:
         raise CliError(problem)
@@ -59,6 +52,8 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
     """A variable whose value cannot work, told from its shape alone (no Dagster): the source
     (CC_API_BASE_URL, then the key it needs), CDRHOUSE_LAKE_URI, DAGSTER_HOME and
     CDRHOUSE_START_DATE. Never falls back to fake data, never half-starts."""
+    from pipelines.preflight import source_problem, start_date_problem
+
     problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
     if problem is not None:
         return problem
@@ -93,7 +88,10 @@ def cmd_ingest(
     snapshots: bool = True,
     verbose: bool = False,
     out: TextIO | None = None,
+    report_days: int | None = None,
 ) -> int:
+    """`cdrhouse ingest`; with `report_days`, the runs end with one of the
+    `contact_center_report` asset over that many days (`cdrhouse demo`)."""
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
@@ -101,6 +99,8 @@ def cmd_ingest(
     if problem is not None:
         raise CliError(problem)
     data_dir = env_data_dir(env)
+    from pipelines.preflight import SetupError, probe_instance_database, probe_lake
+
     try:
         # Can the lake be written now (the bucket, the credentials, the disk)? Writes nothing.
         probe_lake(env.get("CDRHOUSE_LAKE_URI") or (data_dir / "lake").as_uri(), data_dir)
@@ -110,6 +110,7 @@ def cmd_ingest(
         raise CliError(str(exc)) from None
     import dagster as dg
 
+    from pipelines.cli_runs import ensure_pool, run_ingest
     from pipelines.settings import SettingsError
 
     try:
@@ -178,6 +179,7 @@ def cmd_ingest(
                 snapshots=snapshots,
                 verbose=verbose,
                 out=out,
+                report_days=report_days,
             )
     except SetupError as exc:
         raise CliError(str(exc)) from None
@@ -207,19 +209,21 @@ def _table_counts(database: Path) -> list[tuple[str, int]]:
 
 
 def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
-    """Ingest the last `days` complete days from the sandbox, show what landed, and end with
-    the path of the contact-center report of those days."""
+    """Ingest the last `days` complete days from the sandbox and materialize the
+    `contact_center_report` asset of those days, all as Dagster runs in the instance at
+    `DAGSTER_HOME` (the UI shows the report materialized); show what landed, and end with the
+    path of the report, the file `cdrhouse report` writes by default."""
     import duckdb
 
     from pipelines.resources import SANDBOX
-    from warehouse.viewsql import WAREHOUSE_FILE
+    from warehouse.analyst import WAREHOUSE_FILE, report_path
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     # Always the sandbox: a demo must not touch a cluster the shell happens to point at.
     demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
     demo_env["CC_API_BASE_URL"] = SANDBOX
-    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out)
+    code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out, report_days=days)
     if code != 0:
         return code
     database = env_data_dir(env) / WAREHOUSE_FILE
@@ -235,9 +239,6 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
     for row in result:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
-    from warehouse.report import write_report
-
-    report_path = env_data_dir(env) / "report.html"
-    write_report(env_data_dir(env), today - timedelta(days=days), today, report_path)
-    print(f"\ncontact-center report (open it in a browser, works offline): {report_path}", file=out)
+    report = report_path(env_data_dir(env))  # written by the asset's run above
+    print(f"\ncontact-center report (open it in a browser, works offline): {report}", file=out)
     return 0

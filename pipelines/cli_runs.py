@@ -41,6 +41,8 @@ class RunLine:
     # One line when the run met a setup error (a full disk, a missing bucket, refused
     # credentials): no retry fixes it, so `cdrhouse ingest` says only that and exits 2.
     setup_error: str | None = None
+    # The file a materialization wrote (its `path` metadata: the report's HTML).
+    path: str | None = None
 
 
 @dataclass
@@ -65,6 +67,9 @@ def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) ->
         rows = mat.metadata.get("dagster/row_count")
         if rows is not None:
             line.rows[mat.asset_key.to_user_string()] = int(rows.value)  # type: ignore[arg-type]
+        path = mat.metadata.get("path")
+        if path is not None:
+            line.path = str(path.value)
     for event in result.all_events:
         if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
             # Say why a step was retried, or a slow run would look merely slow.
@@ -91,6 +96,8 @@ def _format(line: RunLine) -> str:
     passed = line.checks_total - len(line.checks_failed) - len(line.checks_warned)
     checks = f"checks {passed}/{line.checks_total} passed" if line.checks_total else ""
     status = "ok  " if line.success and not line.checks_failed else "FAIL"
+    if line.path:
+        rows = f"{rows}  -> {line.path}" if rows else f"-> {line.path}"
     text = f"{status} {line.label:<12} {rows}  {checks}  {line.seconds:.1f}s"
     for retry in line.retries:
         text += f"\n     retried {retry}"
@@ -113,8 +120,13 @@ def run_ingest(
     verbose: bool = False,
     out: TextIO | None = None,
     on_run: Callable[[RunLine], None] | None = None,
+    report_days: int | None = None,
 ) -> IngestReport:
-    """Materialize each CDR partition (one run each), then the snapshots; stop at a failure.
+    """Materialize the snapshots, then each CDR partition (one run each), then, with
+    `report_days`, the `contact_center_report` asset of that many days; stop at a failure.
+
+    The report is one more run in the same instance (the UI shows it materialized, with the
+    path of its file), not a file written beside Dagster.
 
     A run that meets a setup error (a step failed with error class `SetupError`: a full disk, a
     missing bucket, refused credentials) prints nothing and sets `RunLine.setup_error`, one
@@ -138,18 +150,20 @@ def run_ingest(
     report = IngestReport()
     out = out or sys.stdout
     # Snapshots first: the CDR checks look CDR users up in the users dimension.
-    plan: list[tuple[str, str, str | None]] = (
-        [("snapshots", SNAPSHOT_JOB, None)] if snapshots else []
-    )
-    plan += [(k, CDR_JOB, k) for k in keys]
-    for label, job_name, partition in plan:
+    plan = [_Planned("snapshots", defs.resolve_job_def(SNAPSHOT_JOB))] if snapshots else []
+    plan += [_Planned(k, defs.resolve_job_def(CDR_JOB), k) for k in keys]
+    if report_days is not None:
+        plan.append(_report_run(defs, report_days))
+    for planned in plan:
+        label, job_name, partition = planned.label, planned.job.name, planned.partition
         begun = time.perf_counter()
         run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
         try:
-            result = defs.resolve_job_def(job_name).execute_in_process(
-                run_config=dict(run_config),
+            result = planned.job.execute_in_process(
+                run_config={**run_config, **planned.config},
                 instance=instance,
                 partition_key=partition,
+                asset_selection=planned.selection,
                 raise_on_error=False,
                 run_id=run_id,
             )
@@ -200,6 +214,32 @@ def run_ingest(
         if not result.success:
             break
     return report
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One run of `run_ingest`: a job, for one partition or none, of some of its assets."""
+
+    label: str
+    job: dg.JobDefinition
+    partition: str | None = None
+    selection: Sequence[dg.AssetKey] | None = None  # None: every asset of the job
+    config: Mapping[str, Any] = field(default_factory=dict)  # merged into the run config
+
+
+def _report_run(defs: dg.Definitions, days: int) -> _Planned:
+    """`contact_center_report` alone, of the last `days` days, in the implicit asset job
+    (the one the UI's "Materialize" button launches)."""
+    import dagster as dg
+
+    from pipelines.report import REPORT_ASSET
+
+    key = dg.AssetKey(REPORT_ASSET)
+    job = defs.resolve_implicit_job_def_def_for_assets([key])
+    if job is None:
+        raise ValueError(f"no asset job holds {REPORT_ASSET}")
+    config = {"ops": {REPORT_ASSET: {"config": {"days": days}}}}
+    return _Planned("report", job, selection=[key], config=config)
 
 
 def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts: int = 5) -> None:

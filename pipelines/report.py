@@ -22,14 +22,17 @@ from pydantic import Field
 
 from pipelines.resources import WarehouseResource, utc_now
 from pipelines.schedules import NIGHTLY_CRON
+from warehouse.analyst import REPORT_FILE as REPORT_FILE
+from warehouse.analyst import REPORTS_DIR as REPORTS_DIR
+from warehouse.analyst import report_path
 
 # No `from __future__ import annotations` here: Dagster reads the asset's config class from
 # its annotation at definition time.
 
 REPORT_ASSET = "contact_center_report"
 REPORT_GROUP = "reports"
-REPORTS_DIR = "reports"
-REPORT_FILE = "contact_center_report.html"
+# The one report file, `<data dir>/reports/contact_center_report.html`, is named in
+# `warehouse.analyst` (REPORTS_DIR, REPORT_FILE): `cdrhouse report` writes it by default too.
 REMOTE_DIR = "_reports"
 REPORT_SENSOR = "contact_center_report_after_nightly"
 
@@ -82,7 +85,7 @@ def build_report_asset(
             warehouse.refresh_views()
         else:
             warehouse.build_views()  # a pod's data dir starts empty
-        out = warehouse.data_path / REPORTS_DIR / REPORT_FILE
+        out = report_path(warehouse.data_path)
         report = write_report(warehouse.data_path, start, end, out)
         last = end - timedelta(days=1)
         dated = out.with_name(f"contact_center_report_{start}_{last}.html")

@@ -14,16 +14,22 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
 # DuckDB, polars and the lake are imported by the commands that run, not here: `cdrhouse` builds
-# its parser from this module, and `cdrhouse --help` must not pay for them.
+# its parser from this module, and `cdrhouse --help` must not pay for them. `cdrhouse sql` in
+# table format loads DuckDB alone (`warehouse.analyst`), never polars, pyarrow or the lake
+# (tests/pipelines/test_cli_startup.py).
+
+T = TypeVar("T")
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -52,19 +58,63 @@ def _query_text(args: argparse.Namespace) -> str | None:
     return str(args.query) if args.query else None
 
 
+@dataclass(frozen=True)
+class Rows:
+    """A result as DuckDB hands it to Python: what the aligned table prints, without polars
+    or pyarrow (a query printed as a table costs little more than DuckDB's own start-up)."""
+
+    columns: list[str]
+    numeric: list[bool]
+    rows: list[tuple[Any, ...]]
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+
+# DuckDB's numeric types (right-aligned in the table); DECIMAL(p,s) by its prefix.
+NUMERIC_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+     "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE"}
+)  # fmt: skip
+
+
+def _rows(rel: duckdb.DuckDBPyRelation) -> Rows:
+    numeric = [str(t) in NUMERIC_TYPES or str(t).startswith("DECIMAL") for t in rel.types]
+    return Rows(list(rel.columns), numeric, rel.fetchall())
+
+
+def _frame(rel: duckdb.DuckDBPyRelation) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.DataFrame(pl.from_arrow(rel.to_arrow_table()))
+
+
 def run_query(
     data_dir: Path, query: str, lake_uri: str | None = None, output: Path | None = None
 ) -> pl.DataFrame | None:
-    """Run `query` if every statement in it only reads; the last one's rows (None: no rows).
+    """Run `query` if every statement in it only reads; the last one's rows as a polars frame
+    (None: no rows). See `answer`."""
+    return answer(data_dir, query, _frame, lake_uri, output)
+
+
+def answer(
+    data_dir: Path,
+    query: str,
+    fetch: Callable[[duckdb.DuckDBPyRelation], T],
+    lake_uri: str | None = None,
+    output: Path | None = None,
+) -> T | None:
+    """Run `query` if every statement in it only reads; `fetch` of the last one's relation
+    (None: it has no rows).
 
     Two layers: `read_statements` runs only statements that read (DuckDB's own parse), on a
     connection where DuckDB itself reads nothing outside the lake and changes no setting
     (`connect_analyst`). `output`, where the caller will write the rows, must be outside the
     lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
     import duckdb
-    import polars as pl
 
-    from warehouse.duck import connect_analyst, lake_moved
+    from warehouse.analyst import connect_analyst, lake_moved
     from warehouse.sqlguard import read_statements
 
     for attempt in range(2):
@@ -76,7 +126,7 @@ def run_query(
             for statement in statements[:-1]:
                 con.execute(statement).fetchall()
             rel = con.sql(statements[-1])
-            return None if rel is None else pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
+            return None if rel is None else fetch(rel)
         except duckdb.Error as exc:
             # A partition was swapped between DuckDB's glob and its read: run once more.
             if attempt or not lake_moved(exc):
@@ -89,7 +139,7 @@ def run_query(
 def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) -> None:
     """Refuse an `--output` inside the lake (the directories the connection may read) or onto
     the warehouse file, wherever a symlink on the way points."""
-    from warehouse.duck import WAREHOUSE_FILE
+    from warehouse.analyst import WAREHOUSE_FILE
     from warehouse.sqlguard import RefusedQuery
 
     target = output.resolve()
@@ -117,35 +167,36 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def print_table(df: pl.DataFrame, out: TextIO, max_rows: int) -> None:
-    shown = df.head(max_rows)
-    rows = [[_cell(v) for v in row] for row in shown.iter_rows()]
-    widths = [max([len(name), *(len(r[i]) for r in rows)]) for i, name in enumerate(shown.columns)]
-    numeric = [dtype.is_numeric() for dtype in shown.dtypes]
+def print_table(result: Rows, out: TextIO, max_rows: int) -> None:
+    shown = result.rows[:max_rows]
+    rows = [[_cell(v) for v in row] for row in shown]
+    widths = [max([len(name), *(len(r[i]) for r in rows)]) for i, name in enumerate(result.columns)]
 
     def line(cells: list[str]) -> str:
         parts = [
             c.rjust(w) if num else c.ljust(w)
-            for c, w, num in zip(cells, widths, numeric, strict=True)
+            for c, w, num in zip(cells, widths, result.numeric, strict=True)
         ]
         return " | ".join(parts).rstrip()
 
-    out.write(line(list(shown.columns)) + "\n")
+    out.write(line(list(result.columns)) + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")
     for r in rows:
         out.write(line(r) + "\n")
-    more = f", showing {max_rows}" if df.height > max_rows else ""
-    out.write(f"({df.height} row{'s' if df.height != 1 else ''}{more})\n")
+    more = f", showing {max_rows}" if result.height > max_rows else ""
+    out.write(f"({result.height} row{'s' if result.height != 1 else ''}{more})\n")
 
 
-def _write(df: pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> None:
-    if fmt == "table":
+def _write(result: Rows | pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> None:
+    if isinstance(result, Rows):  # --format table
         if output is None:
-            print_table(df, sys.stdout, max_rows)
+            print_table(result, sys.stdout, max_rows)
         else:
             with output.open("w") as fh:
-                print_table(df, fh, df.height)
-    elif fmt == "csv":
+                print_table(result, fh, result.height)
+        return
+    df = result
+    if fmt == "csv":
         text = df.write_csv()
         output.write_text(text) if output else sys.stdout.write(text)
     elif fmt == "json":
@@ -160,11 +211,13 @@ def _write(df: pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> No
 def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
     """Build `warehouse.duckdb` over the lake when this machine has none yet (writing nothing
     to the lake); what is wrong when the lake holds no data either."""
-    from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
-    from warehouse.lake import Lake
+    from warehouse.analyst import WAREHOUSE_FILE
 
     if (data_dir / WAREHOUSE_FILE).exists():
         return None
+    from warehouse.duck import build_warehouse, default_lake_uri
+    from warehouse.lake import Lake
+
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     if lake.source() is None:
         return (
@@ -192,17 +245,21 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         return _fail(f"{problem}, or set CDRHOUSE_LAKE_URI")
+    # The aligned table straight from DuckDB's rows; the file formats go through polars.
+    fetch: Callable[[duckdb.DuckDBPyRelation], Rows | pl.DataFrame] = (
+        _rows if args.format == "table" else _frame
+    )
     try:
-        df = run_query(Path(data_dir), query, lake_uri, args.output)
+        result = answer(Path(data_dir), query, fetch, lake_uri, args.output)
     except RefusedQuery as exc:
         return _fail(str(exc))
     except duckdb.Error as exc:
         return _fail(_one_line(exc))
-    if df is None:
+    if result is None:
         print("OK")
         return 0
     try:
-        _write(df, args.format, args.output, args.max_rows)
+        _write(result, args.format, args.output, args.max_rows)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     return 0
@@ -285,7 +342,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the last N complete UTC days, ending yesterday (default {REPORT_DAYS})",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("report.html"), help="HTML file to write (report.html)"
+        "--out",
+        type=Path,
+        help="HTML file to write (default <data dir>/reports/contact_center_report.html, the "
+        "file the Dagster asset contact_center_report writes)",
     )
 
 
@@ -320,18 +380,20 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
+    from warehouse.analyst import report_path
     from warehouse.report import write_report
 
+    out = Path(args.out) if args.out is not None else report_path(data_dir)
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 1
     try:
-        report = write_report(Path(data_dir), start, end, args.out)
+        report = write_report(Path(data_dir), start, end, out)
     except (OSError, duckdb.Error) as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 1
     last = end - dt.timedelta(days=1)
     what = "no CDRs in that range" if report.empty else f"{report.headline.cdrs:,} CDRs"
-    print(f"cdrhouse report: {start} .. {last} ({what}) -> {Path(args.out).resolve()}")
+    print(f"cdrhouse report: {start} .. {last} ({what}) -> {out.resolve()}")
     return 0

@@ -19,13 +19,15 @@ What it exposes:
 
 The lake may be local or on object storage (`s3://…`); for the latter the views hold `s3://`
 paths and every connection registers the lake's fsspec filesystem (`connect()` does).
+
+The analyst's locked connection (`connect_analyst`) lives in `warehouse.analyst`, re-exported
+here: it opens the warehouse without loading this module's polars and pyarrow.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import uuid
 from collections.abc import Collection
 from pathlib import Path
@@ -39,6 +41,13 @@ from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse import kpi as kpi_module
 from warehouse import viewsql as viewsql_module
 from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings, settings_view_sql
+from warehouse.analyst import LAKE_DIR as LAKE_DIR
+from warehouse.analyst import LAKE_INFO_VIEW as LAKE_INFO_VIEW
+from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
+from warehouse.analyst import connect_analyst as connect_analyst
+from warehouse.analyst import default_lake_uri as default_lake_uri
+from warehouse.analyst import lake_moved as lake_moved
+from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
@@ -53,10 +62,7 @@ from warehouse.viewsql import (
     reporting_sql_files,
     view_name,
 )
-from warehouse.viewsql import WAREHOUSE_FILE as WAREHOUSE_FILE
 
-LAKE_DIR = "lake"
-LAKE_INFO_VIEW = "lake_info"
 # One-row view: what the views were built from (see `views_fingerprint`).
 FINGERPRINT_VIEW = "_cdrhouse_views"
 # How long one DuckDB connection trusts its listing of an object-store lake.
@@ -255,10 +261,6 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
         con.close()
 
 
-def default_lake_uri(data_dir: Path) -> str:
-    return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
-
-
 def build_warehouse(
     data_dir: Path,
     lake_uri: str | None = None,
@@ -374,23 +376,6 @@ def refresh_views(
     return True
 
 
-def lake_moved(exc: BaseException) -> bool:
-    """Whether a DuckDB error comes from a lake file replaced or removed while it was read."""
-    if isinstance(exc, duckdb.IOException):
-        return True
-    text = str(exc)
-    return any(m in text for m in ("FileExpired", "FileNotFoundError", "No files found"))
-
-
-def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The lake URI recorded in an open warehouse (None for a file built before it was)."""
-    try:
-        rows = con.execute(f"SELECT lake_uri FROM {LAKE_INFO_VIEW}").fetchall()
-    except duckdb.CatalogException:
-        return None
-    return str(rows[0][0]) if rows and rows[0][0] else None
-
-
 def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open the warehouse; read-only by default so it never blocks a pipeline run.
 
@@ -403,66 +388,3 @@ def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnect
     if uri is not None and not is_local_uri(uri):
         register_lake(con, Lake(uri))
     return con
-
-
-def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:
-    """The warehouse as `cdrhouse sql` opens it: DuckDB itself reads nothing but the lake and
-    the warehouse, writes neither, loads no extension, and its settings are locked.
-
-    * an in-memory database with the warehouse attached read-only (not `duckdb.connect(path)`,
-      whose instance this process may share with another connection to the same file);
-    * `enable_external_access=false` with the lake as the only allowed directory, so every
-      file function, COPY, ATTACH and EXPORT outside the lake is refused by the engine, and an
-      object-store lake is read through a filesystem that cannot write (`register_lake`);
-      on a local lake the engine would still write *inside* the lake directory, which is why
-      `cdrhouse sql` also runs only statements that read (`warehouse.sqlguard`);
-    * no extension auto-install or auto-load, no persistent secrets read from the home dir;
-    * `TimeZone` UTC, as every timestamp in the warehouse: the answers do not depend on the
-      analyst's zone (`current_date`, string literals compared with `TIMESTAMPTZ`);
-    * spills go to a temp dir of this process next to the warehouse (made and removed by DuckDB
-      only if a query spills; DuckDB allows its temp dir, so not the working dir, which might
-      be the lake);
-    * `lock_configuration`, so no statement can undo any of this.
-
-    `lake_uri` is the lake to allow for an old warehouse that does not record its own."""
-    path = Path(data_dir).resolve() / WAREHOUSE_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
-    con = duckdb.connect(
-        ":memory:",
-        config={
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "allow_community_extensions": False,
-            "allow_persistent_secrets": False,
-            "python_enable_replacements": False,
-        },
-    )
-    try:
-        con.execute(f"ATTACH {lit(str(path))} AS warehouse (READ_ONLY)")
-        con.execute("USE warehouse")
-        lake = Lake(warehouse_lake_uri(con) or lake_uri or default_lake_uri(path.parent))
-        register_lake(con, lake)
-        allowed = ", ".join(lit(d) for d in lake_directories(lake))
-        # Next to the warehouse, as DuckDB's default for a database file, but per process.
-        spill = path.with_name(f".{WAREHOUSE_FILE}.{os.getpid()}.spill")
-        for setting in (
-            f"allowed_directories = [{allowed}]",
-            f"temp_directory = {lit(str(spill))}",
-            "enable_external_access = false",
-            "TimeZone = 'UTC'",
-            "lock_configuration = true",
-        ):
-            con.execute(f"SET {setting}")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def lake_directories(lake: Lake) -> list[str]:
-    """The lake's root as DuckDB's views spell it (and, local, as the OS resolves it), with a
-    trailing slash: a sibling such as `lake_old/` is not inside `lake/`."""
-    if not lake.is_local:
-        return [lake.store.url("").rstrip("/") + "/"]
-    return sorted({f"{lake.root}/", f"{lake.root.resolve()}/"})

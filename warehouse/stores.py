@@ -22,10 +22,14 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
+# pyarrow only where a footer is read: `cdrhouse sql` checks a lake URI and opens the analyst's
+# connection through this module, and pays for no Arrow on the way.
 
 PART_FILE = "part-0.parquet"
 TMP_DIR = "_tmp"
@@ -265,6 +269,8 @@ class LocalStore:
             return None
 
     def read_footer(self, rel: str) -> pq.FileMetaData | None:
+        import pyarrow.parquet as pq
+
         try:
             return pq.read_metadata(self.root / rel)
         except FileNotFoundError:
@@ -389,6 +395,8 @@ class ObjectStore:
     def read_footer(self, rel: str) -> pq.FileMetaData | None:
         """The Parquet footer alone (ranged reads at the end, not the whole object). s3fs pins
         the ETag, so an object replaced between two reads fails them: read it again."""
+        import pyarrow.parquet as pq
+
         for attempt in range(2):
             try:
                 with self.fs.open(self._p(rel), "rb") as f:

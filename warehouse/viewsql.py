@@ -13,6 +13,10 @@ from pathlib import Path
 import polars as pl
 
 from models.tables import BALANCE_SNAPSHOTS, TableSpec
+
+# Named in `warehouse.analyst`, which loads no DuckDB, polars or pyarrow to name them.
+from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
+from warehouse.analyst import lit as lit
 from warehouse.lake import Lake
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -44,10 +48,6 @@ def duck_type(dtype: pl.DataType) -> str:
 
 def q(ident: str) -> str:
     return '"' + ident.replace('"', '""') + '"'
-
-
-def lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def view_name(spec: TableSpec) -> str:
@@ -135,8 +135,6 @@ def reporting_sql_files() -> list[Path]:
     return sorted(SQL_DIR.glob("*.sql"))
 
 
-# The DuckDB file of the views, in the data dir: named here, so that naming it loads no DuckDB.
-WAREHOUSE_FILE = "warehouse.duckdb"
 # Date-partitioned inputs of the per-day pre-aggregates (`agg_*` views in warehouse/sql).
 AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
 

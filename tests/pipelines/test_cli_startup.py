@@ -1,4 +1,5 @@
-"""`cdrhouse --help` and usage errors answer without importing Dagster, polars, DuckDB or pyarrow.
+"""`cdrhouse --help` and usage errors answer without importing Dagster, polars, DuckDB or pyarrow,
+and `cdrhouse sql` answers with DuckDB alone.
 
 Each case runs in a fresh interpreter (this test process has them all loaded already) and looks
 at `sys.modules` after `main(argv)` returns or exits. No timings are asserted: the imports are
@@ -7,6 +8,7 @@ what the fixed cost is made of, and they are deterministic where wall time is no
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,51 @@ def test_a_real_command_still_loads_what_it_needs(tmp_path: Path) -> None:
     assert result["code"] == 2
     assert "CDRHOUSE_LOOKBACK_DAYS" in str(result["err"])
     assert "dagster" in result["modules"]  # type: ignore[operator]
+
+
+# `cdrhouse sql` needs DuckDB and nothing else heavy: not the lake's polars and pyarrow, not the
+# object stores' fsspec, not Dagster or the settings' pydantic (issue 24: a query's start-up).
+NOT_FOR_SQL = ("polars", "pyarrow", "dagster", "pydantic", "fsspec")
+BUILDERS = ("warehouse.duck", "warehouse.lake", "warehouse.viewsql", "models.tables")
+
+
+@pytest.fixture(scope="module")
+def one_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir holding one sandbox day and the warehouse's views over it."""
+    from connectors.sandbox.generator import Dataset
+    from tests.warehouse.conftest import write_day
+    from warehouse.duck import build_warehouse
+    from warehouse.lake import Lake
+
+    day = date(2026, 11, 2)
+    data_dir = tmp_path_factory.mktemp("sql-startup") / "data"
+    dataset = Dataset(seed=4, start_date=day, days=1, cdrs_per_day=300)
+    write_day(Lake((data_dir / "lake").as_uri()), dataset, day)
+    build_warehouse(data_dir, materialize=False)
+    return data_dir
+
+
+@pytest.mark.parametrize("lake_uri", [False, True], ids=["default-lake", "lake-uri-set"])
+def test_sql_answers_a_view_with_duckdb_alone(
+    one_day: Path, tmp_path: Path, lake_uri: bool
+) -> None:
+    import duckdb
+
+    query = "SELECT type, count(*) AS cdrs FROM cdrs GROUP BY type ORDER BY type"
+    env = {"CDRHOUSE_DATA_DIR": str(one_day)}
+    if lake_uri:  # the URI's shape is checked before the query: that check stays light too
+        env["CDRHOUSE_LAKE_URI"] = (one_day / "lake").resolve().as_uri()
+    result = run_main(tmp_path, ["sql", query], env)
+    assert result["code"] == 0, result
+    with duckdb.connect(str(one_day / "warehouse.duckdb"), read_only=True) as con:
+        want = con.sql(query).fetchall()
+    assert len(want) == 4  # every CDR type landed
+    lines = str(result["out"]).splitlines()
+    assert [[c.strip() for c in line.split("|")] for line in lines[2:-1]] == [
+        [t, str(n)] for t, n in want
+    ], lines
+    assert lines[-1] == "(4 rows)"
+    modules: list[str] = result["modules"]  # type: ignore[assignment]
+    assert "duckdb" in modules  # the control: the query did run in that process
+    loaded = [m for m in modules if m.split(".")[0] in NOT_FOR_SQL or m in BUILDERS]
+    assert loaded == [], loaded[:12]

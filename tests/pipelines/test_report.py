@@ -191,7 +191,7 @@ def test_demo_ends_with_the_path_of_the_report(tmp_path: Path) -> None:
     out = io.StringIO()
     assert cmd_demo(env, days=2, out=out) == 0
     last = out.getvalue().rstrip().splitlines()[-1]
-    path = tmp_path / "report.html"
+    path = tmp_path / REPORTS_DIR / REPORT_FILE  # the asset's file, `cdrhouse report`'s default
     assert last == f"contact-center report (open it in a browser, works offline): {path}"
     assert 'data-chart="volume"' in path.read_text()
 

@@ -1,0 +1,140 @@
+"""The warehouse as an analyst opens it: its file, its lake, the locked read-only connection of
+`cdrhouse sql`, and the one path of the contact-center report, on DuckDB and the standard
+library alone.
+
+Kept apart from `warehouse.duck` (which builds the views and needs polars, pyarrow and the
+table specs) so that a query over a local lake costs what DuckDB's own start-up costs. Only an
+object-store lake loads `warehouse.duck` and `warehouse.lake`, for its fsspec filesystem.
+Nothing here imports DuckDB at module level either: naming the warehouse file loads nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from warehouse.stores import is_local_uri, root_from_uri
+
+if TYPE_CHECKING:
+    import duckdb
+
+# The DuckDB file of the views, in the data dir.
+WAREHOUSE_FILE = "warehouse.duckdb"
+LAKE_DIR = "lake"
+LAKE_INFO_VIEW = "lake_info"
+# The report's one file in the data dir: `cdrhouse report` writes it by default, and so does
+# the `contact_center_report` asset (which `cdrhouse demo` materializes).
+REPORTS_DIR = "reports"
+REPORT_FILE = "contact_center_report.html"
+
+
+def lit(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def default_lake_uri(data_dir: Path) -> str:
+    return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
+
+
+def report_path(data_dir: Path) -> Path:
+    """Where the contact-center report of a data dir is written (absolute)."""
+    return Path(data_dir).resolve() / REPORTS_DIR / REPORT_FILE
+
+
+def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake URI recorded in an open warehouse (None for a file built before it was)."""
+    import duckdb
+
+    try:
+        rows = con.execute(f"SELECT lake_uri FROM {LAKE_INFO_VIEW}").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
+def lake_moved(exc: BaseException) -> bool:
+    """Whether a DuckDB error comes from a lake file replaced or removed while it was read."""
+    import duckdb
+
+    if isinstance(exc, duckdb.IOException):
+        return True
+    text = str(exc)
+    return any(m in text for m in ("FileExpired", "FileNotFoundError", "No files found"))
+
+
+def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:
+    """The warehouse as `cdrhouse sql` opens it: DuckDB itself reads nothing but the lake and
+    the warehouse, writes neither, loads no extension, and its settings are locked.
+
+    * an in-memory database with the warehouse attached read-only (not `duckdb.connect(path)`,
+      whose instance this process may share with another connection to the same file);
+    * `enable_external_access=false` with the lake as the only allowed directory, so every
+      file function, COPY, ATTACH and EXPORT outside the lake is refused by the engine, and an
+      object-store lake is read through a filesystem that cannot write
+      (`warehouse.duck.register_lake`); on a local lake the engine would still write *inside*
+      the lake directory, which is why `cdrhouse sql` also runs only statements that read
+      (`warehouse.sqlguard`);
+    * no extension auto-install or auto-load, no persistent secrets read from the home dir;
+    * `TimeZone` UTC, as every timestamp in the warehouse: the answers do not depend on the
+      analyst's zone (`current_date`, string literals compared with `TIMESTAMPTZ`);
+    * spills go to a temp dir of this process next to the warehouse (made and removed by DuckDB
+      only if a query spills; DuckDB allows its temp dir, so not the working dir, which might
+      be the lake);
+    * `lock_configuration`, so no statement can undo any of this.
+
+    `lake_uri` is the lake to allow for an old warehouse that does not record its own."""
+    import duckdb
+
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "allow_persistent_secrets": False,
+            "python_enable_replacements": False,
+        },
+    )
+    try:
+        con.execute(f"ATTACH {lit(str(path))} AS warehouse (READ_ONLY)")
+        con.execute("USE warehouse")
+        uri = warehouse_lake_uri(con) or lake_uri or default_lake_uri(path.parent)
+        allowed = ", ".join(lit(d) for d in _allowed_lake(con, uri))
+        # Next to the warehouse, as DuckDB's default for a database file, but per process.
+        spill = path.with_name(f".{WAREHOUSE_FILE}.{os.getpid()}.spill")
+        for setting in (
+            f"allowed_directories = [{allowed}]",
+            f"temp_directory = {lit(str(spill))}",
+            "enable_external_access = false",
+            "TimeZone = 'UTC'",
+            "lock_configuration = true",
+        ):
+            con.execute(f"SET {setting}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _allowed_lake(con: duckdb.DuckDBPyConnection, uri: str) -> list[str]:
+    """The lake's directories for `allowed_directories`; an object-store lake's read-only
+    filesystem is registered on `con` on the way (the only path that needs fsspec)."""
+    if is_local_uri(uri):
+        return local_lake_directories(root_from_uri(uri))
+    from warehouse.duck import register_lake
+    from warehouse.lake import Lake
+
+    lake = Lake(uri)
+    register_lake(con, lake)
+    return [lake.store.url("").rstrip("/") + "/"]
+
+
+def local_lake_directories(root: Path) -> list[str]:
+    """A local lake's root as DuckDB's views spell it and as the OS resolves it, with a
+    trailing slash: a sibling such as `lake_old/` is not inside `lake/`."""
+    return sorted({f"{root}/", f"{root.resolve()}/"})
