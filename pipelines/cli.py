@@ -116,8 +116,27 @@ def _check_lake_uri(lake_uri: str | None) -> None:
         raise CliError(f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}")
 
 
+# The names `pipelines.kpi_settings.KPI_NAMES` validates (a test holds the two equal), spelled
+# here so that `cdrhouse sql` without any of them set loads no pydantic.
+KPI_VARIABLES = frozenset(
+    {
+        "CDRHOUSE_TIMEZONE",
+        "CDRHOUSE_SL_THRESHOLD_S",
+        "CDRHOUSE_SHORT_ABANDON_S",
+        "CDRHOUSE_INBOUND_SUBTYPES",
+        "CDRHOUSE_OUTBOUND_SUBTYPES",
+        "CDRHOUSE_ANSWERED_DISPOSITIONS",
+        "CDRHOUSE_UNANSWERED_DISPOSITIONS",
+        "CDRHOUSE_ABANDON_END_REASONS",
+        "CDRHOUSE_OTHER_END_REASONS",
+    }
+)
+
+
 def _kpi_settings(env: Mapping[str, str]) -> KpiSettings:
     """The KPI variables, checked like `ingest` checks them: one line, exit 2."""
+    if not any(env.get(name) for name in KPI_VARIABLES):
+        return KpiSettings()  # none set (an empty value counts as unset): the defaults
     from pipelines.kpi_settings import SettingsError, kpi_from_env
 
     try:
@@ -134,13 +153,14 @@ def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSet
     exists = (data_dir / "warehouse.duckdb").exists()
     if not exists and lake_uri is None and not (data_dir / "lake").is_dir():
         return  # no views, no lake: nothing to build (and a usage error stays light)
-    from warehouse.duck import build_warehouse, built_kpi_settings
+    from warehouse.analyst import built_kpi_settings
+
+    if exists and built_kpi_settings(data_dir) == kpi:
+        return
+    from warehouse.duck import build_warehouse
     from warehouse.lake import Lake
 
-    if exists:
-        if built_kpi_settings(data_dir) == kpi:
-            return
-    elif Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
+    if not exists and Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
         return  # nothing to build over: the command says so itself
     build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
 

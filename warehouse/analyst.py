@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings
 from warehouse.stores import is_local_uri, root_from_uri
 
 if TYPE_CHECKING:
@@ -138,3 +139,18 @@ def local_lake_directories(root: Path) -> list[str]:
     """A local lake's root as DuckDB's views spell it and as the OS resolves it, with a
     trailing slash: a sibling such as `lake_old/` is not inside `lake/`."""
     return sorted({f"{root}/", f"{root.resolve()}/"})
+
+
+def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
+    """The KPI settings `warehouse.duckdb` was built with (None: absent or older than them)."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None
+    import duckdb
+
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            row = con.execute(f"SELECT settings_json FROM {KPI_SETTINGS_VIEW}").fetchone()
+    except duckdb.Error:
+        return None
+    return KpiSettings.from_json(str(row[0])) if row else None

@@ -40,14 +40,15 @@ from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse import kpi as kpi_module
 from warehouse import viewsql as viewsql_module
-from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings, settings_view_sql
 from warehouse.analyst import LAKE_DIR as LAKE_DIR
 from warehouse.analyst import LAKE_INFO_VIEW as LAKE_INFO_VIEW
 from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
+from warehouse.analyst import built_kpi_settings as built_kpi_settings
 from warehouse.analyst import connect_analyst as connect_analyst
 from warehouse.analyst import default_lake_uri as default_lake_uri
 from warehouse.analyst import lake_moved as lake_moved
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
+from warehouse.kpi import KpiSettings, settings_view_sql
 from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
@@ -345,19 +346,6 @@ def built_fingerprint(data_dir: Path) -> str | None:
     except duckdb.Error:
         return None
     return str(row[0]) if row else None
-
-
-def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
-    """The KPI settings `warehouse.duckdb` was built with (None: absent or older than them)."""
-    path = Path(data_dir).resolve() / WAREHOUSE_FILE
-    if not path.exists():
-        return None
-    try:
-        with duckdb.connect(str(path), read_only=True) as con:
-            row = con.execute(f"SELECT settings_json FROM {KPI_SETTINGS_VIEW}").fetchone()
-    except duckdb.Error:
-        return None
-    return KpiSettings.from_json(str(row[0])) if row else None
 
 
 def refresh_views(

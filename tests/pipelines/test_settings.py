@@ -86,3 +86,12 @@ def test_kpi_lists_are_comma_separated_and_may_not_overlap() -> None:
     assert str(info.value) == (
         "CDRHOUSE_OTHER_END_REASONS: no_answer is also in CDRHOUSE_ABANDON_END_REASONS"
     )
+
+
+def test_the_cli_names_every_kpi_variable_so_sql_skips_pydantic_only_when_none_is_set() -> None:
+    from pipelines.cli import KPI_VARIABLES, _kpi_settings
+    from pipelines.kpi_settings import KPI_NAMES
+
+    assert KPI_VARIABLES == KPI_NAMES
+    assert _kpi_settings({"CDRHOUSE_TIMEZONE": "Europe/Berlin"}).timezone == "Europe/Berlin"
+    assert _kpi_settings({"CDRHOUSE_TIMEZONE": ""}).timezone == "UTC"
