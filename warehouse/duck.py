@@ -28,6 +28,7 @@ import hashlib
 import os
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,10 @@ from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse import kpi as kpi_module
 from warehouse import viewsql as viewsql_module
 from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings, settings_view_sql
-from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
+from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, footer_source
 from warehouse.stores import is_local_uri
+from warehouse.viewsql import WAREHOUSE_FILE as WAREHOUSE_FILE
 from warehouse.viewsql import (
-    AGG_SOURCES,
     aggregate_names,
     base_view_sql,
     current_sql,
@@ -53,7 +54,6 @@ from warehouse.viewsql import (
     reporting_sql_files,
     view_name,
 )
-from warehouse.viewsql import WAREHOUSE_FILE as WAREHOUSE_FILE
 
 LAKE_DIR = "lake"
 LAKE_INFO_VIEW = "lake_info"
@@ -206,40 +206,6 @@ def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str)
     )
 
 
-def materialize_aggregates(lake: Lake | Path | str, only: Collection[str] | None = None) -> int:
-    """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
-
-    `only` (partition keys like `date=2026-11-20`) limits the work to the days a run wrote, so
-    runs of other days, in other pods, never rewrite each other's aggregates.
-
-    Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
-    date's rows. On a local lake a materialized file is stamped with the newest source mtime
-    seen *before* it was computed, so a source replaced meanwhile is newer and gets recomputed
-    next time; objects keep their own LastModified (written after their sources).
-    """
-    lake = lake if isinstance(lake, Lake) else Lake(str(lake))
-    aggs = aggregate_names()
-    with lake.cached_listing():
-        source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
-        agg_stamps = {a: lake.stamps(a) for a in aggs}
-    days = {k for stamps in source_stamps.values() for k in stamps}
-    refreshed = 0
-    for key in sorted(days if only is None else days & set(only)):
-        newest = max(s[key] for s in source_stamps.values() if key in s)
-        stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
-        if not stale:
-            continue
-        for agg, table in aggregate_day(lake, key, only=stale).items():
-            lake.write(agg, key, table, schema=table.schema)
-            lake.set_stamp(agg, key, newest)
-            refreshed += 1
-    # A date whose CDR partitions were all deleted loses its aggregates too.
-    for agg in aggs if only is None else ():
-        for key in set(agg_stamps[agg]) - days:
-            lake.delete_partition(agg, key)
-    return refreshed
-
-
 def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> dict[str, pa.Table]:
     """Every `agg_*` pre-aggregate (or `only` those) of one date partition, from that date's
     CDR partitions alone: the cost does not grow with the days the lake holds."""
@@ -255,6 +221,27 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
         con.close()
 
 
+@dataclass(frozen=True)
+class AggregateDay:
+    """What `write_aggregates` wrote for one day, and the day's `cdrs` rows it checks against."""
+
+    tables: dict[str, pa.Table]
+    cdrs_rows: int
+
+
+def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) -> AggregateDay:
+    """Replace one day's `agg_*` partitions (or `only` those) with `aggregate_day`'s tables:
+    the work of the `reporting_aggregates` asset for a partition. They carry the source of the
+    day's `cdrs` partition (the lake's when it has none)."""
+    tables = aggregate_day(lake, key, only=only)
+    # One footer read for both: the source the derived data carries, the rows it checks.
+    footer = lake.partition_footer("cdrs", key)
+    source = footer_source(footer)
+    for name, table in tables.items():
+        lake.write(name, key, table, schema=table.schema, source=source)
+    return AggregateDay(tables, footer.num_rows if footer else 0)
+
+
 def default_lake_uri(data_dir: Path) -> str:
     return (Path(data_dir).resolve() / LAKE_DIR).as_uri()
 
@@ -263,14 +250,14 @@ def build_warehouse(
     data_dir: Path,
     lake_uri: str | None = None,
     *,
-    materialize: bool = True,
     kpi: KpiSettings | None = None,
 ) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
     The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
-    configuration change. `materialize=False` writes nothing to the lake (an analyst's machine
-    with read-only credentials builds its views that way). `kpi=None` keeps the KPI settings
+    configuration change. It writes nothing to the lake (an analyst's machine with read-only
+    credentials builds its views too; the `agg_*` partitions are the `reporting_aggregates`
+    asset's, `write_aggregates`). `kpi=None` keeps the KPI settings
     the current file was built with (the defaults for a new file): a rebuild by a command that
     is not handed the settings does not silently change the business day."""
     data_dir = Path(data_dir).resolve()
@@ -279,8 +266,6 @@ def build_warehouse(
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
-    if materialize:
-        materialize_aggregates(lake)
     try:
         for attempt in range(BUILD_ATTEMPTS):
             con = duckdb.connect(str(tmp))
@@ -370,7 +355,7 @@ def refresh_views(
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
     if built_fingerprint(data_dir) == views_fingerprint(lake, kpi):
         return False
-    build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
+    build_warehouse(data_dir, lake_uri, kpi=kpi)
     return True
 
 
