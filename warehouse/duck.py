@@ -35,6 +35,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from models import cdr_fields as cdr_fields_module
 from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse import kpi as kpi_module
@@ -305,12 +306,14 @@ def views_fingerprint(lake: Lake, kpi: KpiSettings | None = None) -> str:
     digest.update(f"{(kpi or KpiSettings()).to_json()}\0".encode())
     for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
         digest.update(f"{name}={lake.has_data(name)}\0".encode())
-    # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns.
+    # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns (the
+    # CDR tables' from the field table, cdr_fields.py).
     code = [
         Path(__file__),
         Path(viewsql_module.__file__),
         Path(kpi_module.__file__),
         Path(tables_module.__file__ or ""),
+        Path(cdr_fields_module.__file__ or ""),
     ]
     for path in [*code, *reporting_sql_files()]:
         digest.update(path.read_bytes())
