@@ -19,7 +19,7 @@ refresh is organized:
   cost grows with history shows up, whatever it is called);
 * the view functions alone on the lake after the nightly, in a fresh process, best of 3:
   `warehouse.duck.refresh_views(data_dir)` (what a run calls at its end: rebuild only when the
-  views would change) and the full rebuild `build_warehouse(data_dir, materialize=False)`.
+  views would change) and the full rebuild `build_warehouse(data_dir)`.
 """
 
 from __future__ import annotations
@@ -77,14 +77,14 @@ def _clone_days(data_dir: Path, sources: Sequence[date], targets: Sequence[date]
 def _views_child(data_dir: str, repeats: int) -> dict[str, float | None]:
     """Best-of-`repeats` seconds of the warehouse's view functions on a lake after a nightly:
     `refresh_views` (what a run does at its end: rebuild only if the views would change) and
-    the full rebuild `build_warehouse(materialize=False)`. A function the code no longer has is
+    the full rebuild `build_warehouse(data_dir)`. A function the code no longer has is
     left out; the nightly's own figures still stand."""
     import warehouse.duck as duck
 
     out: dict[str, float | None] = {}
     calls: list[tuple[str, Any]] = [
         ("refresh_views", lambda: duck.refresh_views(Path(data_dir))),
-        ("views rebuilt", lambda: duck.build_warehouse(Path(data_dir), materialize=False)),
+        ("views rebuilt", lambda: duck.build_warehouse(Path(data_dir))),
     ]
     for label, call in calls:
         best: float | None = None
@@ -255,7 +255,7 @@ def _history_report(
         )
     rows += [
         ("refresh_views() alone s (end of a run)", lambda r: r.views.get("refresh_views")),
-        ("build_warehouse(materialize=False) s", lambda r: r.views.get("views rebuilt")),
+        ("build_warehouse s", lambda r: r.views.get("views rebuilt")),
     ]
     head = f"{'':<58} {f'{small} days':>10} {f'{large} days':>10} {'ratio':>7}"
     lines = [head, "-" * len(head)]

@@ -1,8 +1,10 @@
 """Warehouse table specs: the single source for lake schemas, DuckDB empty views and the docs.
 
-Every lake table is one `TableSpec`. Normalization casts to `spec.polars_schema()`, the lake
-writes `spec.arrow_schema()`, the DuckDB builder makes an empty typed view from the spec when a
-table has no files yet, and `warehouse.dictionary` renders the specs into `docs/warehouse.md`.
+Every lake table is one `TableSpec`; those of `cdrs` and the per-type CDR tables are built from
+the CDR field table (`models.cdr_fields`, `cdr_table_specs`). Normalization casts to
+`spec.polars_schema()`, the lake writes `spec.arrow_schema()`, the DuckDB builder makes an empty
+typed view from the spec when a table has no files yet, and `warehouse.dictionary` renders the
+specs into `docs/warehouse.md`.
 
 The partition column (`date` or `snapshot_date`) is part of the spec but is **not** stored in the
 Parquet files: it lives in the hive path (`date=2026-11-20/`) and readers add it back.
@@ -10,10 +12,12 @@ Parquet files: it lives in the hive path (`date=2026-11-20/`) and readers add it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import polars as pl
+
+from models.cdr_fields import CDR_FIELDS, CdrField, CdrFieldTable
 
 PartitionKey = Literal["date", "snapshot_date"]
 
@@ -29,6 +33,8 @@ class Column:
     name: str
     dtype: pl.DataType
     description: str
+    # CDR tables: the `raw_cdrs` field the column comes from (a raw column or `record.<path>`).
+    lineage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,44 +79,8 @@ def _c(name: str, dtype: pl.DataType, description: str) -> Column:
     return Column(name, dtype, description)
 
 
-def _ref(prefix: str, what: str, id_dtype: pl.DataType = I64) -> list[Column]:
-    """Columns of a referenced object (queue, campaign, flow, canned message)."""
-    return [
-        _c(f"{prefix}_id", id_dtype, f"{what} id."),
-        _c(f"{prefix}_name", S, f"{what} name now (as the API returned it with the CDR)."),
-        _c(f"{prefix}_name_snapshot", S, f"{what} name at the time of the interaction."),
-        _c(f"{prefix}_deleted", pl.Boolean(), f"True when the {what.lower()} has been deleted."),
-    ]
-
-
-def _endpoint(side: str) -> list[Column]:
-    return [
-        _c(f"{side}_type", S, f"`{side}` endpoint type: phone_number or channel_account."),
-        _c(f"{side}_phone_number", S, f"`{side}` phone number (E.164 without +)."),
-        _c(f"{side}_channel_account_id", S, f"`{side}` channel account id (UUID)."),
-        _c(f"{side}_channel", S, f"`{side}` channel account channel, e.g. whatsapp."),
-        _c(f"{side}_identifier", S, f"`{side}` channel account identifier."),
-        _c(f"{side}_account_name", S, f"`{side}` channel account data.name."),
-        _c(f"{side}_account_username", S, f"`{side}` channel account data.username."),
-        _c(f"{side}_name_snapshot", S, f"`{side}` channel account name at the time."),
-        _c(f"{side}_deleted", pl.Boolean(), f"`{side}` channel account deleted flag."),
-    ]
-
-
 DATE = _c("date", pl.Date(), "UTC day of started_at; the hive partition (date=YYYY-MM-DD).")
 EXTRA = _c("extra", S, "JSON object of fields the spec does not know (null when none).")
-
-# Common columns repeated on every per-type table so reporting views need no join to `cdrs`.
-_TYPE_COMMON = [
-    _c("id", S, "CDR id (UUID); same as cdrs.id."),
-    _c("subtype", S, "CDR subtype."),
-    _c("disposition", S, "CDR disposition."),
-    _c("user_id", S, "Agent id (UUID)."),
-    _c("user_name_snapshot", S, "Agent name at the time of the interaction."),
-    _c("cost", MONEY, "Cost of the interaction, exact decimal."),
-    _c("started_at", TS, "Start (UTC, ms)."),
-    _c("ended_at", TS, "End (UTC, ms)."),
-]
 
 _CDR_GRAIN = "one row per CDR id (latest revision)"
 
@@ -134,126 +104,54 @@ RAW_CDRS = TableSpec(
     ),
 )
 
-CDRS = TableSpec(
-    name="cdrs",
-    description="The CDR fact table: common fields of every CDR, from/to and user flattened.",
-    grain=_CDR_GRAIN,
-    primary_key=("id",),
-    partition_key="date",
-    columns=(
-        _c("id", S, "CDR id (UUID)."),
-        _c("type", S, "call, conversation, hlr_lookup, sms (or a type the spec does not know)."),
-        _c("subtype", S, "e.g. outbound, whatsapp, hlr_lookup, outbound_sms."),
-        _c("disposition", S, "e.g. answered, archived, available, sent."),
-        *_endpoint("from"),
-        *_endpoint("to"),
-        _c("user_id", S, "Agent id (UUID)."),
-        _c("user_name", S, "Agent name as returned with the CDR."),
-        _c("user_email", S, "Agent email."),
-        _c("user_name_snapshot", S, "Agent name at the time of the interaction."),
-        _c("user_deleted", pl.Boolean(), "True when the agent has been deleted."),
-        _c("cost", MONEY, "Cost, exact decimal (18,6)."),
-        _c("tags", pl.List(S), "Event tags, e.g. conference, whisper."),
-        _c("started_at", TS, "Start (UTC, ms)."),
-        _c("ended_at", TS, "End (UTC, ms)."),
-        _c("data", S, "Raw `data` JSON, kept only for CDR types the spec does not know."),
-        EXTRA,
-        DATE,
-    ),
-)
 
-CDR_CALLS = TableSpec(
-    name="cdr_calls",
-    description="Call CDRs: every field of the spec's call `data` as a typed column.",
-    grain=_CDR_GRAIN,
-    primary_key=("id",),
-    partition_key="date",
-    columns=(
-        *_TYPE_COMMON,
-        *_ref("queue", "Queue"),
-        *_ref("campaign", "Campaign"),
-        _c("destination_country", S, "Destination country code."),
-        _c("duration_overall", pl.Float64(), "durations.overall, seconds."),
-        _c("duration_dialing", pl.Float64(), "durations.dialing, seconds."),
-        _c("duration_ivr", pl.Float64(), "durations.ivr, seconds."),
-        _c("duration_queue", pl.Float64(), "durations.queue (queue wait), seconds."),
-        _c("duration_talk", pl.Float64(), "durations.talk, seconds."),
-        _c("duration_hold", pl.Float64(), "durations.hold, seconds."),
-        _c("end_reason", S, "Why the call ended."),
-        _c("wrapup_code_snapshot", S, "Wrap-up code at the time."),
-        _c("summary", S, "Call summary text."),
-        _c("conversation_score", pl.Float64(), "Conversation score."),
-        _c("mos", pl.Float64(), "Mean opinion score."),
-        _c("mos_tc", pl.Float64(), "MOS (tc)."),
-        EXTRA,
-        DATE,
-    ),
-)
+def cdr_table_specs(fields: CdrFieldTable = CDR_FIELDS) -> dict[str, TableSpec]:
+    """`cdrs` and one table per CDR type, by name, from the field table (`models.cdr_fields`):
+    the fields' columns in their order, then `data` (cdrs), `extra` and the partition."""
+
+    def columns(of: tuple[CdrField, ...], *, per_type: bool = False) -> list[Column]:
+        return [
+            Column(f.column, f.dtype, (f.per_type or "") if per_type else f.description, f.lineage)
+            for f in of
+        ]
+
+    extra = Column(EXTRA.name, EXTRA.dtype, EXTRA.description, "record")
+    date = Column(DATE.name, DATE.dtype, DATE.description, "date")
+    data = Column("data", S, "Raw `data` JSON, kept only for CDR types the spec does not know.")
+    specs = {
+        "cdrs": TableSpec(
+            name="cdrs",
+            description="The CDR fact table: common fields of every CDR, from/to and user "
+            "flattened.",
+            grain=_CDR_GRAIN,
+            primary_key=("id",),
+            partition_key="date",
+            columns=(*columns(fields.top), replace(data, lineage="record.data"), extra, date),
+        )
+    }
+    for t in fields.types:
+        specs[t.table] = TableSpec(
+            name=t.table,
+            description=t.description,
+            grain=_CDR_GRAIN,
+            primary_key=("id",),
+            partition_key="date",
+            columns=(
+                *columns(fields.common, per_type=True),
+                *columns(fields.of_type(t.name)),
+                extra,
+                date,
+            ),
+        )
+    return specs
 
 
-def _sla(name: str) -> list[Column]:
-    return [
-        _c(f"sla_{name}_value", pl.Float64(), f"service_level_agreements.{name}.value."),
-        _c(f"sla_{name}_status", S, f"service_level_agreements.{name}.status (met/breached)."),
-    ]
-
-
-CDR_CONVERSATIONS = TableSpec(
-    name="cdr_conversations",
-    description="Conversation CDRs (chat, WhatsApp, ...): typed `data` fields.",
-    grain=_CDR_GRAIN,
-    primary_key=("id",),
-    partition_key="date",
-    columns=(
-        *_TYPE_COMMON,
-        _c("channel", S, "Conversation channel."),
-        *_ref("flow", "Flow", S),
-        *_ref("queue", "Queue"),
-        _c("wrapup_code_snapshot", S, "Wrap-up code at the time."),
-        _c("duration_overall", pl.Float64(), "durations.overall, seconds."),
-        _c("duration_queue", pl.Float64(), "durations.queue, seconds."),
-        _c("duration_talk", pl.Float64(), "durations.talk, seconds."),
-        *_sla("first_response"),
-        *_sla("resolution"),
-        *_sla("avg_reply"),
-        EXTRA,
-        DATE,
-    ),
-)
-
-CDR_SMS = TableSpec(
-    name="cdr_sms",
-    description="SMS CDRs: typed `data` fields.",
-    grain=_CDR_GRAIN,
-    primary_key=("id",),
-    partition_key="date",
-    columns=(
-        *_TYPE_COMMON,
-        _c("sent", pl.Boolean(), "True when the SMS was sent."),
-        _c("segments_count", pl.Int64(), "Number of SMS segments."),
-        _c("message", S, "Message text."),
-        *_ref("canned_message", "Canned message"),
-        _c("related_call_id", S, "related_call.id (UUID)."),
-        EXTRA,
-        DATE,
-    ),
-)
-
-CDR_HLR_LOOKUPS = TableSpec(
-    name="cdr_hlr_lookups",
-    description="HLR lookup CDRs: typed `data` fields.",
-    grain=_CDR_GRAIN,
-    primary_key=("id",),
-    partition_key="date",
-    columns=(
-        *_TYPE_COMMON,
-        _c("reachable", pl.Boolean(), "Number reachable."),
-        _c("roaming", pl.Boolean(), "Number roaming."),
-        _c("related_call_id", S, "related_call.id (UUID)."),
-        EXTRA,
-        DATE,
-    ),
-)
+_CDR_SPECS = cdr_table_specs()
+CDRS = _CDR_SPECS["cdrs"]
+CDR_CALLS = _CDR_SPECS["cdr_calls"]
+CDR_CONVERSATIONS = _CDR_SPECS["cdr_conversations"]
+CDR_SMS = _CDR_SPECS["cdr_sms"]
+CDR_HLR_LOOKUPS = _CDR_SPECS["cdr_hlr_lookups"]
 
 CDR_QUARANTINE = TableSpec(
     name="cdr_quarantine",
@@ -264,12 +162,14 @@ CDR_QUARANTINE = TableSpec(
     primary_key=("id",),
     partition_key="date",
     columns=(
-        _c("id", S, "CDR id as sent."),
-        _c("type", S, "CDR type as sent."),
-        _c("started_at_raw", S, "started_at as sent."),
-        _c("reason", S, "Why the record was quarantined (; separated)."),
-        _c("record", S, "The full record as `raw_cdrs.record` keeps it (exact bytes)."),
-        DATE,
+        Column("id", S, "CDR id as sent.", "id"),
+        Column("type", S, "CDR type as sent.", "type"),
+        Column("started_at_raw", S, "started_at as sent.", "started_at_raw"),
+        Column("reason", S, "Why the record was quarantined (; separated).", "record"),
+        Column(
+            "record", S, "The full record as `raw_cdrs.record` keeps it (exact bytes).", "record"
+        ),
+        replace(DATE, lineage="date"),
     ),
 )
 
@@ -472,9 +372,4 @@ SNAPSHOT_TABLES: tuple[TableSpec, ...] = (
 ALL_TABLES: tuple[TableSpec, ...] = CDR_TABLES + SNAPSHOT_TABLES
 TABLES: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
 # Per-type tables keyed by the CDR `type` value they hold.
-TYPE_TABLES: dict[str, TableSpec] = {
-    "call": CDR_CALLS,
-    "conversation": CDR_CONVERSATIONS,
-    "sms": CDR_SMS,
-    "hlr_lookup": CDR_HLR_LOOKUPS,
-}
+TYPE_TABLES: dict[str, TableSpec] = {t.name: _CDR_SPECS[t.table] for t in CDR_FIELDS.types}

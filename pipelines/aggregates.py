@@ -16,7 +16,6 @@ import pyarrow as pa
 from pipelines.mapping_check import CALL_AGG, mapping_check_result, mapping_check_spec
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import WarehouseResource
-from warehouse.lake import footer_source
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
 
 VOLUME_AGG = "agg_daily_volume"
@@ -64,24 +63,18 @@ def build_aggregate_assets(
         # DuckDB only from here: loaded, it keeps ~35 MB resident, which the CDR day's step
         # (the peak of a run) does not carry in `cdrhouse ingest`. (Under the multiprocess
         # executor the forkserver preloads it once, and forked steps share those pages.)
-        from warehouse.duck import aggregate_day
+        from warehouse.duck import write_aggregates
 
-        key = f"date={context.partition_key}"
-        lake = warehouse.lake()
         selected = {k.to_user_string() for k in context.selected_asset_keys}
-        tables = aggregate_day(lake, key, only=selected)
-        # One footer read for both: the source the derived data carries, the rows it checks.
-        footer = lake.partition_footer("cdrs", key)
-        source = footer_source(footer)
-        for name, table in tables.items():
-            lake.write(name, key, table, schema=table.schema, source=source)
+        written = write_aggregates(warehouse.lake(), f"date={context.partition_key}", selected)
+        tables = written.tables
         warehouse.refresh_views()
         for name, table in tables.items():
             yield dg.MaterializeResult(
                 asset_key=name, metadata={"dagster/row_count": table.num_rows}
             )
         if VOLUME_AGG in tables:
-            yield _volume_check(tables[VOLUME_AGG], footer.num_rows if footer else 0)
+            yield _volume_check(tables[VOLUME_AGG], written.cdrs_rows)
         if CALL_AGG in tables:
             yield mapping_check_result(tables[CALL_AGG], warehouse.kpi())
 

@@ -8,7 +8,8 @@ Every table asset gets, as definition metadata:
 * `dagster/table_name`: the DuckDB view that reads it, `warehouse.main.<view>`;
 * `dagster/uri`: where its partitions live, `<lake uri>/<table>`;
 * `dagster/column_lineage` (the typed CDR tables): the `raw_cdrs` field each column is decoded
-  from, as a path into the raw `record` JSON (`record.data.durations.talk`) or a raw column;
+  from, as a path into the raw `record` JSON (`record.data.durations.talk`) or a raw column,
+  as the CDR field table (`models.cdr_fields`) declares it;
 * owners, from `CDRHOUSE_OWNERS` (read in `definitions.py`; default `team:cdrhouse`).
 
 The metadata is attached in `definitions.py` with `dg.map_asset_specs`, so the asset code keeps
@@ -26,7 +27,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TYPE_TABLES, TableSpec
+from models.cdr_fields import CDR_FIELDS, CdrFieldTable
+from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TableSpec, cdr_table_specs
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 DEFAULT_OWNERS = ("team:cdrhouse",)
@@ -109,10 +111,12 @@ def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
     }
 
 
-def column_schema(table: str) -> dg.TableSchema:
-    """The table's columns, DuckDB types and dictionary descriptions."""
-    if table in TABLES:
-        return dg.TableSchema(columns=_spec_columns(TABLES[table]))
+def column_schema(table: str, fields: CdrFieldTable = CDR_FIELDS) -> dg.TableSchema:
+    """The table's columns, DuckDB types and dictionary descriptions (the CDR tables' from the
+    field table `fields`)."""
+    specs = {**TABLES, **cdr_table_specs(fields)}
+    if table in specs:
+        return dg.TableSchema(columns=_spec_columns(specs[table]))
     return dg.TableSchema(columns=list(aggregate_columns()[table]))
 
 
@@ -123,91 +127,46 @@ def table_view(table: str) -> str:
 
 # --- column lineage of the typed CDR tables ---------------------------------------------------
 
-# Columns read from raw_cdrs' own columns rather than from inside `record`.
-_RAW_COLUMNS = {"id": "id", "type": "type", "started_at": "started_at_raw", "date": "date"}
-# Typed column -> path inside the raw record, where the name does not spell it.
-_ENDPOINT_FIELDS = {
-    "type": "type",
-    "phone_number": "phone_number",
-    "channel_account_id": "channel_account.id",
-    "channel": "channel_account.channel",
-    "identifier": "channel_account.identifier",
-    "account_name": "channel_account.data.name",
-    "account_username": "channel_account.data.username",
-    "name_snapshot": "channel_account.name_snapshot",
-    "deleted": "channel_account.deleted",
-}
-_REFS = ("queue", "campaign", "flow", "canned_message", "related_call")
-_SLAS = ("first_response", "resolution", "avg_reply")
+
+def _cdr_specs(fields: CdrFieldTable) -> dict[str, TableSpec]:
+    """The CDR tables whose columns the field table gives, and the quarantine."""
+    return {**cdr_table_specs(fields), CDR_QUARANTINE.name: CDR_QUARANTINE}
 
 
-def _common_path(column: str) -> str | None:
-    """Path of a column every CDR table shares (top-level fields, user, from/to)."""
-    for side in ("from", "to"):
-        if column.startswith(f"{side}_") and column[len(side) + 1 :] in _ENDPOINT_FIELDS:
-            return f"record.{side}.{_ENDPOINT_FIELDS[column[len(side) + 1 :]]}"
-    if column.startswith("user_"):
-        return f"record.user.{column.removeprefix('user_')}"
-    if column in ("subtype", "disposition", "cost", "tags", "ended_at", "data"):
-        return f"record.{column}"
-    return None
-
-
-def _data_path(column: str) -> str:
-    """Path of a column decoded from the record's type-specific `data` object."""
-    if column == "wrapup_code_snapshot":
-        return "record.data.wrapup_code.code_snapshot"
-    if column.startswith("duration_"):
-        return f"record.data.durations.{column.removeprefix('duration_')}"
-    for sla in _SLAS:
-        if column.startswith(f"sla_{sla}_"):
-            return f"record.data.service_level_agreements.{sla}.{column.rsplit('_', 1)[1]}"
-    for ref in _REFS:
-        if column.startswith(f"{ref}_"):
-            return f"record.data.{ref}.{column.removeprefix(ref + '_')}"
-    return f"record.data.{column}"
-
-
-def raw_field(table: str, column: str) -> str:
+def raw_field(table: str, column: str, fields: CdrFieldTable = CDR_FIELDS) -> str:
     """Where in `raw_cdrs` a typed column comes from: a raw column or a path in `record`."""
-    if column in _RAW_COLUMNS:
-        return _RAW_COLUMNS[column]
-    if table == CDR_QUARANTINE.name:
-        return column if column in RAW_CDRS.column_names else "record"
-    if column == "extra":
-        return "record"  # the fields the spec does not know, kept as JSON
-    common = _common_path(column)
-    if common is not None:
-        return common
-    return _data_path(column)
+    for c in _cdr_specs(fields)[table].columns:
+        if c.name == column and c.lineage is not None:
+            return c.lineage
+    raise KeyError(f"{table}.{column} has no lineage")
 
 
-def column_lineage(table: str) -> dg.TableColumnLineage:
+def column_lineage(table: str, fields: CdrFieldTable = CDR_FIELDS) -> dg.TableColumnLineage:
     raw = dg.AssetKey(RAW_CDRS.name)
     return dg.TableColumnLineage(
         deps_by_column={
-            c.name: [dg.TableColumnDep(asset_key=raw, column_name=raw_field(table, c.name))]
-            for c in TABLES[table].columns
+            c.name: [dg.TableColumnDep(asset_key=raw, column_name=raw_field(table, c.name, fields))]
+            for c in _cdr_specs(fields)[table].columns
         }
     )
 
 
-LINEAGE_TABLES = frozenset(
-    {"cdrs", CDR_QUARANTINE.name, *(spec.name for spec in TYPE_TABLES.values())}
-)
+LINEAGE_TABLES = frozenset(_cdr_specs(CDR_FIELDS))
 
 
 # --- attaching it ------------------------------------------------------------------------------
 
 
-def catalog_metadata(table: str, lake_uri: str) -> dict[str, object]:
+def catalog_metadata(
+    table: str, lake_uri: str, fields: CdrFieldTable = CDR_FIELDS
+) -> dict[str, object]:
     metadata: dict[str, object] = {
-        "dagster/column_schema": column_schema(table),
+        "dagster/column_schema": column_schema(table, fields),
         "dagster/table_name": f"{WAREHOUSE_CATALOG}.{table_view(table)}",
         "dagster/uri": f"{lake_uri.rstrip('/')}/{table}",
     }
     if table in LINEAGE_TABLES:
-        metadata["dagster/column_lineage"] = column_lineage(table)
+        metadata["dagster/column_lineage"] = column_lineage(table, fields)
     return metadata
 
 

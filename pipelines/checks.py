@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from models.cdr_fields import CDR_FIELDS
 from models.tables import TABLES, TYPE_TABLES
 from models.timestamps import iso_ms
 from pipelines.partitions import partition_window
@@ -34,6 +35,8 @@ RAW_ADDS_UP_CHECK = "cdrs_raw_rows_add_up"
 BLOCKING_CHECKS: tuple[str, ...] = (ROW_COUNT_CHECK, IDS_CHECK, WINDOW_CHECK, RAW_ADDS_UP_CHECK)
 # Per-type table name -> the CDR `type` value whose rows it holds.
 TABLE_TYPES: dict[str, str] = {spec.name: kind for kind, spec in TYPE_TABLES.items()}
+# The `cdrs` columns no landed row may lack (normalization quarantines a record without them).
+REQUIRED_COLUMNS: tuple[str, ...] = tuple(f.column for f in CDR_FIELDS.top if f.required)
 # Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
 # table belongs to is simply the table name.
 SNAPSHOT_ID_TABLES: tuple[str, ...] = (
@@ -145,7 +148,7 @@ class DayChecks:
         """Fold one normalized row group into the tallies (cheap column reductions only)."""
         cdrs = tables.cdrs
         self.raw_rows += raw_rows
-        for column in ("id", "type", "started_at"):
+        for column in REQUIRED_COLUMNS:
             self._count(self.nulls, f"cdrs.{column}", cdrs[column].null_count())
         for kind, n in cdrs.group_by("type").len().iter_rows():
             self._count(self.by_type, str(kind), int(n))
@@ -218,8 +221,7 @@ class DayChecks:
         missing = users.filter(~users.is_in(known_users.implode()))
         nulls = {
             key: self.nulls.get(key, 0)
-            for key in [*(f"cdrs.{c}" for c in ("id", "type", "started_at"))]
-            + [f"{t}.id" for t in TABLE_TYPES]
+            for key in [*(f"cdrs.{c}" for c in REQUIRED_COLUMNS)] + [f"{t}.id" for t in TABLE_TYPES]
         }
         return [
             _result(

@@ -162,7 +162,7 @@ def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSet
 
     if not exists and Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
         return  # nothing to build over: the command says so itself
-    build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
+    build_warehouse(data_dir, lake_uri, kpi=kpi)
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -274,9 +274,7 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""
         from warehouse.duck import build_warehouse
 
-        return build_warehouse(
-            self.data_path, self.resolved_lake_uri, materialize=False, kpi=self.kpi()
-        )
+        return build_warehouse(self.data_path, self.resolved_lake_uri, kpi=self.kpi())
 
 
 def utc_now() -> datetime:

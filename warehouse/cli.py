@@ -224,7 +224,7 @@ def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
             f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
             "run `cdrhouse ingest` first"
         )
-    build_warehouse(data_dir, lake.uri, materialize=False)
+    build_warehouse(data_dir, lake.uri)
     return None
 
 
@@ -308,7 +308,7 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
                     print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
         return 0
     if args.lake_command == "views":
-        path = build_warehouse(Path(data_dir), lake.uri, materialize=False)
+        path = build_warehouse(Path(data_dir), lake.uri)
         print(f"cdrhouse lake: views over {lake.uri} in {path}")
         return 0
     source = lake.source()

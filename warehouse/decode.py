@@ -4,8 +4,9 @@
   unknown fields included) with msgspec, odd pages included (minified by msgspec, each token as
   written); it never builds a dict per record.
 * `decode_page_typed(body)` adds `r`: each record decoded once (`str.json_decode`) into a struct
-  of the spec's fields whose leaves are all *strings*, so a scalar of the wrong type never fails
-  the whole page: it fails its own cast later, and the record goes to quarantine with a reason.
+  of the field table's paths (`models.cdr_fields`, `record_dtype`) whose leaves are all
+  *strings*, so a scalar of the wrong type never fails the whole page: it fails its own cast
+  later, and the record goes to quarantine with a reason.
   `struct_reason` says why a record could not be decoded (its structure, or a value no decoder
   reads).
 * `with_decoded(raw)` does the same for `raw_cdrs` rows read back from the lake.
@@ -24,12 +25,14 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 import msgspec
 import polars as pl
 import simdjson
 
+from models.cdr_fields import CDR_FIELDS, CdrFieldTable
 from models.jsonpage import (
     PageSyntaxError,
     depth,
@@ -42,91 +45,37 @@ from models.jsonpage import (
 from models.tables import RAW_CDRS
 
 S = pl.String()
-_REF = pl.Struct({"id": S, "name": S, "name_snapshot": S, "deleted": S})
-_ENDPOINT = pl.Struct(
-    {
-        "type": S,
-        "phone_number": S,
-        "channel_account": pl.Struct(
-            {
-                "id": S,
-                "channel": S,
-                "identifier": S,
-                "data": pl.Struct({"name": S, "username": S}),
-                "name_snapshot": S,
-                "deleted": S,
-            }
-        ),
-    }
-)
-_SLA = pl.Struct({"value": S, "status": S})
-
-# Known `data` fields per CDR type (spec "data by type") and their decode dtypes.
-DATA_FIELDS: dict[str, dict[str, pl.DataType]] = {
-    "call": {
-        "queue": _REF,
-        "campaign": _REF,
-        "destination_country": S,
-        "durations": pl.Struct(
-            dict.fromkeys(("overall", "dialing", "ivr", "queue", "talk", "hold"), S)
-        ),
-        "end_reason": S,
-        "wrapup_code": pl.Struct({"code_snapshot": S}),
-        "summary": S,
-        "conversation_score": S,
-        "mos": S,
-        "mos_tc": S,
-    },
-    "conversation": {
-        "channel": S,
-        "flow": _REF,
-        "queue": _REF,
-        "wrapup_code": pl.Struct({"code_snapshot": S}),
-        "durations": pl.Struct(dict.fromkeys(("overall", "queue", "talk"), S)),
-        "service_level_agreements": pl.Struct(
-            dict.fromkeys(("first_response", "resolution", "avg_reply"), _SLA)
-        ),
-    },
-    "hlr_lookup": {"reachable": S, "roaming": S, "related_call": pl.Struct({"id": S})},
-    "sms": {
-        "sent": S,
-        "segments_count": S,
-        "message": S,
-        "canned_message": _REF,
-        "related_call": pl.Struct({"id": S}),
-    },
-}
 
 
-def _merge_data_struct() -> pl.Struct:
-    fields: dict[str, pl.DataType] = {}
-    for per_type in DATA_FIELDS.values():
-        for name, dtype in per_type.items():
-            prev = fields.get(name)
-            if isinstance(prev, pl.Struct) and isinstance(dtype, pl.Struct):
-                merged = {f.name: f.dtype for f in prev.fields}
-                merged.update({f.name: f.dtype for f in dtype.fields})
-                fields[name] = pl.Struct(merged)
-            else:
-                fields[name] = dtype
-    return pl.Struct(fields)
+@cache
+def record_dtype(fields: CdrFieldTable = CDR_FIELDS) -> pl.Struct:
+    """The struct a record is decoded into: every path of the field table (`models.cdr_fields`),
+    nested as in the record, each leaf read as text (a list of text for a list field), so a
+    value of the wrong type fails only its own cast. The `data` fields of every type share one
+    `data` struct."""
+    tree: dict[str, Any] = {}
+    for f in fields.fields:
+        node = tree
+        for key in f.keys[:-1]:  # no path is a leaf and an object (`CdrFieldTable` checks)
+            node = node.setdefault(key, {})
+        node[f.keys[-1]] = pl.List(S) if f.kind == "text_list" else S
+
+    def struct(node: dict[str, Any]) -> pl.Struct:
+        return pl.Struct({k: struct(v) if isinstance(v, dict) else v for k, v in node.items()})
+
+    return struct(tree)
 
 
-TOP_FIELDS: dict[str, pl.DataType] = {
-    "id": S,
-    "type": S,
-    "subtype": S,
-    "disposition": S,
-    "from": _ENDPOINT,
-    "to": _ENDPOINT,
-    "user": pl.Struct({"id": S, "name": S, "email": S, "name_snapshot": S, "deleted": S}),
-    "cost": S,
-    "tags": pl.List(S),
-    "started_at": S,
-    "ended_at": S,
-    "data": _merge_data_struct(),
-}
-RECORD_DTYPE = pl.Struct(TOP_FIELDS)
+@cache
+def data_fields(fields: CdrFieldTable = CDR_FIELDS) -> dict[str, frozenset[str]]:
+    """The `data` keys each known CDR type has (the others are its `extra`)."""
+    return {t.name: frozenset(f.keys[1] for f in fields.of_type(t.name)) for t in fields.types}
+
+
+RECORD_DTYPE = record_dtype()
+# The record's top-level keys and, per known CDR type, its `data` keys.
+TOP_FIELDS: dict[str, Any] = {f.name: f.dtype for f in RECORD_DTYPE.fields}
+DATA_FIELDS: dict[str, frozenset[str]] = data_fields()
 
 
 def all_key_names(dtype: Any) -> set[str]:
@@ -356,47 +305,47 @@ def _page_error(body: bytes) -> None:
 _DECODE_CHUNK = 8192
 
 
-def _json_decode(records: pl.Series) -> pl.Series:
-    """`records.str.json_decode(RECORD_DTYPE)`, in slices decoded in parallel (one `select`, its
+def _json_decode(records: pl.Series, dtype: pl.Struct) -> pl.Series:
+    """`records.str.json_decode(dtype)`, in slices decoded in parallel (one `select`, its
     expressions run on polars' thread pool). Row-wise, so the result is the same, and it raises
     when any slice does."""
     n = len(records)
     parts = max(1, min(pl.thread_pool_size(), n // _DECODE_CHUNK))
     if parts == 1:
-        return records.str.json_decode(RECORD_DTYPE)
+        return records.str.json_decode(dtype)
     step = -(-n // parts)
     col = pl.col("r")
     cols = records.to_frame("r").select(
-        col.slice(i * step, step).str.json_decode(RECORD_DTYPE).implode().alias(str(i))
+        col.slice(i * step, step).str.json_decode(dtype).implode().alias(str(i))
         for i in range(parts)
     )
     return pl.concat([cols[str(i)].explode() for i in range(parts)]).alias(records.name)
 
 
-def _decode_text(text: str | None) -> Any:
-    return pl.Series([text], dtype=S).str.json_decode(RECORD_DTYPE)[0]
+def _decode_text(text: str | None, dtype: pl.Struct) -> Any:
+    return pl.Series([text], dtype=S).str.json_decode(dtype)[0]
 
 
-def _head_struct(raw: bytes) -> Any:
+def _head_struct(raw: bytes, dtype: pl.Struct) -> Any:
     """A struct of only the record's id, type and started_at (for its quarantine row)."""
     found = record_members(raw)
     head = {k: _raw_text(msgspec.Raw(found[k])) for k in ("id", "type", "started_at") if k in found}
-    return _decode_text(msgspec.json.encode(head).decode()) if head else None
+    return _decode_text(msgspec.json.encode(head).decode(), dtype) if head else None
 
 
-def _decode_odd(text: str) -> tuple[Any, str]:
+def _decode_odd(text: str, dtype: pl.Struct) -> tuple[Any, str]:
     """A record polars refused: why, and what of it can be read, so that its quarantine row
     has its id, type and started_at: every field but the odd scalars (read as null), or only
     the id, type and started_at of a record not UTF-8 or nested too deep."""
     if text.startswith(BASE64_PREFIX):
-        return _head_struct(record_bytes(text)), NOT_UTF8
+        return _head_struct(record_bytes(text), dtype), NOT_UTF8
     raw = text.encode()
     try:
         toks = tokens(raw)
     except PageSyntaxError:
         return None, STRUCTURE
     if depth(toks) > MAX_DEPTH:
-        return _head_struct(raw), f"nested deeper than {MAX_DEPTH} levels"
+        return _head_struct(raw, dtype), f"nested deeper than {MAX_DEPTH} levels"
     problems: list[str] = []
     for path, index in scalars(toks):
         tok = toks[index]
@@ -410,42 +359,44 @@ def _decode_odd(text: str) -> tuple[Any, str]:
     if not problems:
         return None, STRUCTURE
     try:
-        return _decode_text(b"".join(toks).decode()), "; ".join(problems)
+        return _decode_text(b"".join(toks).decode(), dtype), "; ".join(problems)
     except pl.exceptions.PolarsError:
         return None, "; ".join([*problems, STRUCTURE])
 
 
-def _decode_records(records: pl.Series) -> tuple[pl.Series, pl.Series]:
+def _decode_records(records: pl.Series, dtype: pl.Struct) -> tuple[pl.Series, pl.Series]:
     """Decode record strings; a record that cannot be decoded comes back with a reason (and
     null, unless only some scalars were the trouble: see `_decode_odd`)."""
     try:
-        return _json_decode(records), pl.Series([None] * len(records), dtype=S)
+        return _json_decode(records, dtype), pl.Series([None] * len(records), dtype=S)
     except pl.exceptions.PolarsError:
         pass
     # Slow path, only when some record nests an object where a scalar belongs (or vice versa),
     # or holds what no decoder reads (see the module's docstring): halves are decoded until the
     # records that fail are alone, a few dozen decodes for a page of 1,000 with one bad record.
     reasons: list[str | None] = []
-    decoded = _bisect(records, reasons)
+    decoded = _bisect(records, reasons, dtype)
     return decoded, pl.Series(reasons, dtype=S)
 
 
-def _bisect(records: pl.Series, reasons: list[str | None]) -> pl.Series:
+def _bisect(records: pl.Series, reasons: list[str | None], dtype: pl.Struct) -> pl.Series:
     """`records` decoded (row-wise, as one decode would), appending each row's reason."""
     try:
-        decoded = records.str.json_decode(RECORD_DTYPE)
+        decoded = records.str.json_decode(dtype)
     except pl.exceptions.PolarsError:
         if len(records) == 1:
-            value, reason = _decode_odd(records[0])
+            value, reason = _decode_odd(records[0], dtype)
             reasons.append(reason)
-            return pl.Series([value], dtype=RECORD_DTYPE)
+            return pl.Series([value], dtype=dtype)
         half = len(records) // 2
-        return pl.concat([_bisect(records[:half], reasons), _bisect(records[half:], reasons)])
+        return pl.concat(
+            [_bisect(records[:half], reasons, dtype), _bisect(records[half:], reasons, dtype)]
+        )
     reasons.extend([None] * len(records))
     return decoded
 
 
-def decode_page_typed(body: bytes) -> pl.DataFrame:
+def decode_page_typed(body: bytes, fields: CdrFieldTable = CDR_FIELDS) -> pl.DataFrame:
     """One page -> its `raw_cdrs` rows plus each record decoded once into typed columns.
 
     The `raw_cdrs` columns keep every record's exact bytes (so a day can be normalized again
@@ -454,19 +405,20 @@ def decode_page_typed(body: bytes) -> pl.DataFrame:
     the one JSON decode of a record on the fetch path: `normalize_decoded` only projects.
 
     Fast path: msgspec only splits the page into records (no values built), and id, type and
-    started_at come from the typed columns. Pages it does not fit take `decode_page`'s path."""
+    started_at come from the typed columns. Pages it does not fit take `decode_page`'s path.
+    `fields` is the field table whose paths `r` holds."""
     try:
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
-        return with_decoded(decode_page(body))
+        return with_decoded(decode_page(body), fields)
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
-        return with_decoded(decode_page(body))
+        return with_decoded(decode_page(body), fields)
     try:
         record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
-        decoded = _json_decode(record)
+        decoded = _json_decode(record, record_dtype(fields))
     except pl.exceptions.PolarsError:
         # Some record's structure is off, or a record is not UTF-8: per record.
-        return with_decoded(decode_page(body))
+        return with_decoded(decode_page(body), fields)
     top = pl.col("r").struct
     return (
         pl.DataFrame({"record": record, "r": decoded})
@@ -482,7 +434,7 @@ def decode_page_typed(body: bytes) -> pl.DataFrame:
     )
 
 
-def with_decoded(raw: pl.DataFrame) -> pl.DataFrame:
+def with_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> pl.DataFrame:
     """`raw_cdrs` rows plus `r` and `struct_reason` (see `decode_page_typed`)."""
-    decoded, struct_reason = _decode_records(raw["record"])
+    decoded, struct_reason = _decode_records(raw["record"], record_dtype(fields))
     return raw.with_columns(r=decoded, struct_reason=struct_reason)

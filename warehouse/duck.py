@@ -30,12 +30,14 @@ import contextlib
 import hashlib
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from models import cdr_fields as cdr_fields_module
 from models import tables as tables_module
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
 from warehouse import kpi as kpi_module
@@ -49,10 +51,9 @@ from warehouse.analyst import default_lake_uri as default_lake_uri
 from warehouse.analyst import lake_moved as lake_moved
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
 from warehouse.kpi import KpiSettings, settings_view_sql
-from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake
+from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, footer_source
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
-    AGG_SOURCES,
     aggregate_names,
     base_view_sql,
     current_sql,
@@ -213,40 +214,6 @@ def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str)
     )
 
 
-def materialize_aggregates(lake: Lake | Path | str, only: Collection[str] | None = None) -> int:
-    """Refresh the per-day pre-aggregates whose source partitions changed; returns how many.
-
-    `only` (partition keys like `date=2026-11-20`) limits the work to the days a run wrote, so
-    runs of other days, in other pods, never rewrite each other's aggregates.
-
-    Each `agg_*` view groups by date, so one date partition of its inputs gives exactly that
-    date's rows. On a local lake a materialized file is stamped with the newest source mtime
-    seen *before* it was computed, so a source replaced meanwhile is newer and gets recomputed
-    next time; objects keep their own LastModified (written after their sources).
-    """
-    lake = lake if isinstance(lake, Lake) else Lake(str(lake))
-    aggs = aggregate_names()
-    with lake.cached_listing():
-        source_stamps = {t: lake.stamps(t) for t in AGG_SOURCES}
-        agg_stamps = {a: lake.stamps(a) for a in aggs}
-    days = {k for stamps in source_stamps.values() for k in stamps}
-    refreshed = 0
-    for key in sorted(days if only is None else days & set(only)):
-        newest = max(s[key] for s in source_stamps.values() if key in s)
-        stale = [a for a in aggs if agg_stamps[a].get(key, -1.0) < newest]
-        if not stale:
-            continue
-        for agg, table in aggregate_day(lake, key, only=stale).items():
-            lake.write(agg, key, table, schema=table.schema)
-            lake.set_stamp(agg, key, newest)
-            refreshed += 1
-    # A date whose CDR partitions were all deleted loses its aggregates too.
-    for agg in aggs if only is None else ():
-        for key in set(agg_stamps[agg]) - days:
-            lake.delete_partition(agg, key)
-    return refreshed
-
-
 def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> dict[str, pa.Table]:
     """Every `agg_*` pre-aggregate (or `only` those) of one date partition, from that date's
     CDR partitions alone: the cost does not grow with the days the lake holds."""
@@ -262,18 +229,39 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
         con.close()
 
 
+@dataclass(frozen=True)
+class AggregateDay:
+    """What `write_aggregates` wrote for one day, and the day's `cdrs` rows it checks against."""
+
+    tables: dict[str, pa.Table]
+    cdrs_rows: int
+
+
+def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) -> AggregateDay:
+    """Replace one day's `agg_*` partitions (or `only` those) with `aggregate_day`'s tables:
+    the work of the `reporting_aggregates` asset for a partition. They carry the source of the
+    day's `cdrs` partition (the lake's when it has none)."""
+    tables = aggregate_day(lake, key, only=only)
+    # One footer read for both: the source the derived data carries, the rows it checks.
+    footer = lake.partition_footer("cdrs", key)
+    source = footer_source(footer)
+    for name, table in tables.items():
+        lake.write(name, key, table, schema=table.schema, source=source)
+    return AggregateDay(tables, footer.num_rows if footer else 0)
+
+
 def build_warehouse(
     data_dir: Path,
     lake_uri: str | None = None,
     *,
-    materialize: bool = True,
     kpi: KpiSettings | None = None,
 ) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
     The views read the lake at `lake_uri` (default `data_dir/lake`), so moving the lake is a
-    configuration change. `materialize=False` writes nothing to the lake (an analyst's machine
-    with read-only credentials builds its views that way). `kpi=None` keeps the KPI settings
+    configuration change. It writes nothing to the lake (an analyst's machine with read-only
+    credentials builds its views too; the `agg_*` partitions are the `reporting_aggregates`
+    asset's, `write_aggregates`). `kpi=None` keeps the KPI settings
     the current file was built with (the defaults for a new file): a rebuild by a command that
     is not handed the settings does not silently change the business day."""
     data_dir = Path(data_dir).resolve()
@@ -282,8 +270,6 @@ def build_warehouse(
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
-    if materialize:
-        materialize_aggregates(lake)
     try:
         for attempt in range(BUILD_ATTEMPTS):
             con = duckdb.connect(str(tmp))
@@ -323,12 +309,14 @@ def views_fingerprint(lake: Lake, kpi: KpiSettings | None = None) -> str:
     digest.update(f"{(kpi or KpiSettings()).to_json()}\0".encode())
     for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
         digest.update(f"{name}={lake.has_data(name)}\0".encode())
-    # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns.
+    # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns (the
+    # CDR tables' from the field table, cdr_fields.py).
     code = [
         Path(__file__),
         Path(viewsql_module.__file__),
         Path(kpi_module.__file__),
         Path(tables_module.__file__ or ""),
+        Path(cdr_fields_module.__file__ or ""),
     ]
     for path in [*code, *reporting_sql_files()]:
         digest.update(path.read_bytes())
@@ -360,7 +348,7 @@ def refresh_views(
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
     if built_fingerprint(data_dir) == views_fingerprint(lake, kpi):
         return False
-    build_warehouse(data_dir, lake_uri, materialize=False, kpi=kpi)
+    build_warehouse(data_dir, lake_uri, kpi=kpi)
     return True
 
 

@@ -314,10 +314,6 @@ class Lake:
             w.write(data)
         return w.rows
 
-    def set_stamp(self, table: str, key: str, stamp: float) -> bool:
-        """Backdate a partition's modification time, where the store allows it."""
-        return self.store.set_stamp(self._rel(table, key), stamp)
-
     # --- reading --------------------------------------------------------------------------
 
     def open_parquet(

@@ -20,12 +20,15 @@ exact bytes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import cache
 
 import orjson
 import polars as pl
 
+from models.cdr_fields import CDR_FIELDS, CdrField, CdrFieldTable
 from models.tables import (
     CDR_CALLS,
     CDR_CONVERSATIONS,
@@ -33,15 +36,14 @@ from models.tables import (
     CDR_QUARANTINE,
     CDR_SMS,
     CDRS,
-    TYPE_TABLES,
     TableSpec,
+    cdr_table_specs,
 )
 from warehouse.decode import (
-    DATA_FIELDS,
-    RECORD_DTYPE,
-    TOP_FIELDS,
     all_key_names,
+    data_fields,
     parse_ts,
+    record_dtype,
     with_decoded,
     with_timestamps,
 )
@@ -56,34 +58,61 @@ S = pl.String()
 _COLON = '":'
 _ESCAPED_COLON = '\\":'
 _DOUBLE_BACKSLASH_COLON = '\\\\":'
-_KNOWN_KEY_RE = '"(?:' + "|".join(sorted(all_key_names(RECORD_DTYPE))) + ')":'
-_STRING_COST_RE = r'"cost":"'
-_COST_KEY = '"cost":'
-_COST_TOKEN_RE = r'"cost":(-?[0-9][0-9.eE+-]*)'  # noqa: S105
-# The decoded cost went through f64 (shortest repr). It equals the token exactly unless the
-# token has more than 6 decimals or an exponent (f64 may have dropped or rounded digits: such a
-# token is found in the record's text) or the decoded text has an exponent, 7+ decimals or 10+
-# digits: only then is the token read from the text and checked to fit Decimal(18,6) exactly.
-_INEXACT_COST_RE = r"[eE]|\.[0-9]{7}|[0-9]{10}"
-_LONG_COST_TOKEN_RE = r'"cost":-?[0-9]*(?:\.[0-9]{7}|[.0-9]*[eE])'  # noqa: S105
-_SIX = Decimal("0.000001")
-_MONEY_LIMIT = Decimal(10) ** 12  # Decimal(18, 6): 12 integer digits
-MORE_DECIMALS = "cost has more than 6 decimals (Decimal(18,6) would round it)"
-MORE_DIGITS = "cost has more than 12 integer digits (out of Decimal(18,6)'s range)"
-# Per-type `data.durations` keys of the spec (seconds; never negative).
-DURATIONS: dict[str, tuple[str, ...]] = {
-    "call": ("overall", "dialing", "ivr", "queue", "talk", "hold"),
-    "conversation": ("overall", "queue", "talk"),
-}
+# f64 (what the decoded text went through) keeps 15-16 significant digits.
+_F64_DIGITS = 16
+
+
+@dataclass(frozen=True)
+class _Money:
+    """A top-level decimal field and how its exact value is checked (never rounded).
+
+    The decoded value went through f64 (shortest repr). It equals the token exactly unless the
+    token has more decimals than the scale or an exponent (f64 may have dropped or rounded
+    digits: such a token is found in the record's text) or the decoded text has an exponent,
+    more decimals than the scale or too many digits for f64: only then is the token read from
+    the text and checked to fit Decimal(precision, scale) exactly."""
+
+    field: CdrField
+    key: str  # `"cost":`
+    token_re: str
+    inexact_re: str
+    long_token_re: str
+    quantum: Decimal
+    limit: Decimal
+    more_decimals: str
+    more_digits: str
+
+    @staticmethod
+    def of(f: CdrField) -> _Money:
+        if len(f.keys) != 1 or f.precision is None or f.scale is None:
+            raise ValueError(
+                f"{f.path}: a decimal field is checked exact on the record's text, "
+                "so it must be a top-level field"
+            )
+        p, s = f.precision, f.scale
+        key = f'"{f.path}":'
+        k = re.escape(key)
+        return _Money(
+            field=f,
+            key=key,
+            token_re=k + r"(-?[0-9][0-9.eE+-]*)",
+            inexact_re=rf"[eE]|\.[0-9]{{{s + 1}}}|[0-9]{{{_F64_DIGITS - s}}}",
+            long_token_re=k + rf"-?[0-9]*(?:\.[0-9]{{{s + 1}}}|[.0-9]*[eE])",
+            quantum=Decimal(1).scaleb(-s),
+            limit=Decimal(10) ** (p - s),
+            more_decimals=f"{f.path} has more than {s} decimals (Decimal({p},{s}) would round it)",
+            more_digits=f"{f.path} has more than {p - s} integer digits "
+            f"(out of Decimal({p},{s})'s range)",
+        )
 
 
 class _Num(str):
     """A JSON number token as written (json.loads parse_float/parse_int)."""
 
 
-def _cost_fit(token: str) -> tuple[str, str | None]:
-    """(text to cast, why it cannot be cast exactly) for a cost token as written: a token that
-    fits Decimal(18,6) exactly comes back in plain notation (`1.5e0` -> `1.500000`)."""
+def _cost_fit(token: str, money: _Money) -> tuple[str, str | None]:
+    """(text to cast, why it cannot be cast exactly) for a money token as written: a token that
+    fits Decimal(precision, scale) exactly comes back in plain notation (`1.5e0` -> `1.500000`)."""
     try:
         value = Decimal(token)
     except InvalidOperation:
@@ -92,31 +121,33 @@ def _cost_fit(token: str) -> tuple[str, str | None]:
         return token, None
     if value.is_zero():
         return "0", None  # `0e5`, `-0.0`
-    if abs(value) >= _MONEY_LIMIT:
-        return token, MORE_DIGITS
-    exact = value.quantize(_SIX)
+    if abs(value) >= money.limit:
+        return token, money.more_digits
+    exact = value.quantize(money.quantum)
     if exact != value:
-        return token, MORE_DECIMALS
+        return token, money.more_decimals
     return format(exact, "f"), None
 
 
-def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
-    """(cost text to cast, top-level cost is a JSON string, why the cost does not fit
-    Decimal(18,6) exactly) per record.
+def _exact_costs(
+    records: pl.Series, decoded: pl.Series, money: _Money
+) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """(money text to cast, the top-level value is a JSON string, why it does not fit
+    Decimal(precision, scale) exactly) per record, for one top-level decimal field (`cost`).
 
-    The cost text is the decoded text except where it may not be the token exactly
-    (`_INEXACT_COST_RE` on the decoded text, `_LONG_COST_TOKEN_RE` on the record's); there the
-    token is taken from the record text (one polars extract when the record has a single
-    `"cost":` key, json with exact numbers otherwise) and checked to fit (`_cost_fit`).
-    Only rows that contain `"cost":"` are checked for a string cost, the same way."""
+    The text is the decoded text except where it may not be the token exactly (`inexact_re` on
+    the decoded text, `long_token_re` on the record's); there the token is taken from the record
+    text (one polars extract when the record has a single `"cost":` key, json with exact numbers
+    otherwise) and checked to fit (`_cost_fit`). Only rows that contain `"cost":"` are checked
+    for a string value, the same way."""
     frame = pl.DataFrame({"rec": records, "dec": decoded})
     flags = frame.select(
         inexact=(
-            pl.col("dec").str.contains(_INEXACT_COST_RE)
-            | pl.col("rec").str.contains(_LONG_COST_TOKEN_RE)
+            pl.col("dec").str.contains(money.inexact_re)
+            | pl.col("rec").str.contains(money.long_token_re)
         ).fill_null(False)
         & pl.col("dec").is_not_null(),
-        string=pl.col("rec").str.contains(_STRING_COST_RE, literal=True).fill_null(False)
+        string=pl.col("rec").str.contains(money.key + '"', literal=True).fill_null(False)
         & pl.col("dec").is_not_null(),
     )
     idx = (flags["inexact"] | flags["string"]).arg_true()
@@ -125,8 +156,8 @@ def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.
     if idx.len() == 0:
         return decoded, is_string, misfit
     sub = frame[idx].with_columns(
-        keys=pl.col("rec").str.count_matches(_COST_KEY, literal=True),
-        token=pl.col("rec").str.extract(_COST_TOKEN_RE, 1),
+        keys=pl.col("rec").str.count_matches(money.key, literal=True),
+        token=pl.col("rec").str.extract(money.token_re, 1),
     )
     texts = sub["dec"].to_list()
     strings = [False] * sub.height
@@ -135,22 +166,50 @@ def _exact_costs(records: pl.Series, decoded: pl.Series) -> tuple[pl.Series, pl.
         if keys == 1:  # the only `"cost":` is the top-level key (the record has a cost)
             strings[j] = token is None
             if token is not None:
-                texts[j], misfits[j] = _cost_fit(token)
+                texts[j], misfits[j] = _cost_fit(token, money)
             continue
         try:
             obj = json.loads(rec, parse_float=_Num, parse_int=_Num)
         except (ValueError, RecursionError):
             continue
-        cost = obj.get("cost") if isinstance(obj, dict) else None
-        if isinstance(cost, str):
-            strings[j] = not isinstance(cost, _Num)
-            if isinstance(cost, _Num):
-                texts[j], misfits[j] = _cost_fit(cost)
+        value = obj.get(money.field.path) if isinstance(obj, dict) else None
+        if isinstance(value, str):
+            strings[j] = not isinstance(value, _Num)
+            if isinstance(value, _Num):
+                texts[j], misfits[j] = _cost_fit(value, money)
     exact = decoded.scatter(idx, pl.Series(texts, dtype=S))
     return (
         exact,
         is_string.scatter(idx, pl.Series(strings, dtype=pl.Boolean())),
         misfit.scatter(idx, pl.Series(misfits, dtype=S)),
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What normalization needs of a field table, built once per table."""
+
+    fields: CdrFieldTable
+    specs: dict[str, TableSpec]  # `cdrs` and the per-type tables, by name
+    known_key_re: str  # a key of any field's path, as a minified record writes it
+    top_keys: frozenset[str]
+    data_keys: dict[str, frozenset[str]]  # per known type
+    money: tuple[_Money, ...]
+
+
+@cache
+def _plan(fields: CdrFieldTable) -> _Plan:
+    for f in fields.fields:
+        if (f.required or f.kind == "timestamp") and f.cdr_type is not None:
+            raise ValueError(f"{f.path}: required and timestamp fields are top-level")
+    dtype = record_dtype(fields)
+    return _Plan(
+        fields=fields,
+        specs=cdr_table_specs(fields),
+        known_key_re='"(?:' + "|".join(sorted(all_key_names(dtype))) + ')":',
+        top_keys=frozenset(f.name for f in dtype.fields),
+        data_keys=data_fields(fields),
+        money=tuple(_Money.of(f) for f in fields.fields if f.kind == "decimal"),
     )
 
 
@@ -189,7 +248,7 @@ def _int(expr: pl.Expr) -> pl.Expr:
     return expr.cast(pl.Float64(), strict=False).cast(pl.Int64(), strict=False)
 
 
-def _extras(records: pl.Series, types: pl.Series) -> tuple[pl.Series, pl.Series]:
+def _extras(records: pl.Series, types: pl.Series, plan: _Plan) -> tuple[pl.Series, pl.Series]:
     """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields."""
     n = len(records)
     r = pl.col("r").str
@@ -199,7 +258,7 @@ def _extras(records: pl.Series, types: pl.Series) -> tuple[pl.Series, pl.Series]
             (
                 r.count_matches(_COLON, literal=True)
                 - r.count_matches(_ESCAPED_COLON, literal=True)
-                != r.count_matches(_KNOWN_KEY_RE)
+                != r.count_matches(plan.known_key_re)
             )
             | r.contains(_DOUBLE_BACKSLASH_COLON, literal=True)
         )
@@ -219,11 +278,11 @@ def _extras(records: pl.Series, types: pl.Series) -> tuple[pl.Series, pl.Series]
             continue
         if not isinstance(obj, dict):
             continue
-        top = {k: v for k, v in obj.items() if k not in TOP_FIELDS}
+        top = {k: v for k, v in obj.items() if k not in plan.top_keys}
         if top:
             extra[i] = orjson.dumps(top).decode()
         data = obj.get("data")
-        known = DATA_FIELDS.get(kind or "")
+        known = plan.data_keys.get(kind or "")
         if isinstance(data, dict) and known is not None:
             more = {k: v for k, v in data.items() if k not in known}
             if more:
@@ -231,125 +290,100 @@ def _extras(records: pl.Series, types: pl.Series) -> tuple[pl.Series, pl.Series]
     return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
 
 
-def _endpoint_cols(side: str) -> list[pl.Expr]:
-    e = pl.col("r").struct.field(side)
-    acct = e.struct.field("channel_account")
-    return [
-        e.struct.field("type").alias(f"{side}_type"),
-        e.struct.field("phone_number").alias(f"{side}_phone_number"),
-        acct.struct.field("id").alias(f"{side}_channel_account_id"),
-        acct.struct.field("channel").alias(f"{side}_channel"),
-        acct.struct.field("identifier").alias(f"{side}_identifier"),
-        acct.struct.field("data").struct.field("name").alias(f"{side}_account_name"),
-        acct.struct.field("data").struct.field("username").alias(f"{side}_account_username"),
-        acct.struct.field("name_snapshot").alias(f"{side}_name_snapshot"),
-        _bool(acct.struct.field("deleted")).alias(f"{side}_deleted"),
-    ]
-
-
-def _ref_cols(field: str, prefix: str, *, int_id: bool = True) -> list[pl.Expr]:
-    ref = pl.col("r").struct.field("data").struct.field(field)
-    rid = ref.struct.field("id")
-    return [
-        (_int(rid) if int_id else rid).alias(f"{prefix}_id"),
-        ref.struct.field("name").alias(f"{prefix}_name"),
-        ref.struct.field("name_snapshot").alias(f"{prefix}_name_snapshot"),
-        _bool(ref.struct.field("deleted")).alias(f"{prefix}_deleted"),
-    ]
-
-
-def _d(*path: str) -> pl.Expr:
-    expr = pl.col("r").struct.field("data")
-    for p in path:
-        expr = expr.struct.field(p)
+def _at(keys: tuple[str, ...]) -> pl.Expr:
+    """The decoded text at a path of the record (`r`)."""
+    expr = pl.col("r")
+    for key in keys:
+        expr = expr.struct.field(key)
     return expr
 
 
-def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec) -> pl.DataFrame:
-    common = [pl.col(c) for c in ("id", "subtype", "disposition", "user_id", "user_name_snapshot")]
-    common += [pl.col("cost"), pl.col("started_at"), pl.col("ended_at")]
+def _typed(f: CdrField) -> pl.Expr:
+    """A field's decoded text cast to its column's type (null when it does not cast)."""
+    text = _at(f.keys)
+    if f.kind == "bool":
+        return _bool(text)
+    if f.kind == "float":
+        return _float(text)
+    if f.kind == "int":
+        return _int(text)
+    if f.kind in ("text", "text_list"):
+        return text
+    raise ValueError(f"{f.path}: a {f.kind} field is cast with its own checks")
+
+
+def _type_frame(
+    ok: pl.DataFrame, kind: str, spec: TableSpec, fields: CdrFieldTable
+) -> pl.DataFrame:
+    common = [pl.col(f.column) for f in fields.common]
+    specific = [_typed(f).alias(f.column) for f in fields.of_type(kind)]
     tail = [pl.col("data_extra").alias("extra"), pl.col("date")]
-    specific: list[pl.Expr]
-    if kind == "call":
-        specific = [
-            *_ref_cols("queue", "queue"),
-            *_ref_cols("campaign", "campaign"),
-            _d("destination_country").alias("destination_country"),
-            *[
-                _float(_d("durations", k)).alias(f"duration_{k}")
-                for k in ("overall", "dialing", "ivr", "queue", "talk", "hold")
-            ],
-            _d("end_reason").alias("end_reason"),
-            _d("wrapup_code", "code_snapshot").alias("wrapup_code_snapshot"),
-            _d("summary").alias("summary"),
-            _float(_d("conversation_score")).alias("conversation_score"),
-            _float(_d("mos")).alias("mos"),
-            _float(_d("mos_tc")).alias("mos_tc"),
-        ]
-    elif kind == "conversation":
-        specific = [
-            _d("channel").alias("channel"),
-            *_ref_cols("flow", "flow", int_id=False),
-            *_ref_cols("queue", "queue"),
-            _d("wrapup_code", "code_snapshot").alias("wrapup_code_snapshot"),
-            *[
-                _float(_d("durations", k)).alias(f"duration_{k}")
-                for k in ("overall", "queue", "talk")
-            ],
-        ]
-        for name in ("first_response", "resolution", "avg_reply"):
-            sla = _d("service_level_agreements", name)
-            specific += [
-                _float(sla.struct.field("value")).alias(f"sla_{name}_value"),
-                sla.struct.field("status").alias(f"sla_{name}_status"),
-            ]
-    elif kind == "sms":
-        specific = [
-            _bool(_d("sent")).alias("sent"),
-            _int(_d("segments_count")).alias("segments_count"),
-            _d("message").alias("message"),
-            *_ref_cols("canned_message", "canned_message"),
-            _d("related_call", "id").alias("related_call_id"),
-        ]
-    else:  # hlr_lookup
-        specific = [
-            _bool(_d("reachable")).alias("reachable"),
-            _bool(_d("roaming")).alias("roaming"),
-            _d("related_call", "id").alias("related_call_id"),
-        ]
     # Project first (struct fields and casts are cheap row-wise), then filter the flat columns:
     # filtering the wide nested `data` struct per type costs more than the whole projection.
     keep = ok.get_column("type") == kind
     return ok.select([*common, *specific, *tail]).filter(keep).cast(spec.polars_schema())
 
 
-def _negative_durations() -> list[pl.Expr]:
-    """A reason per negative `data.durations` value of a call or conversation."""
+def _reasons(plan: _Plan) -> list[pl.Expr]:
+    """Why a record is quarantined, one expression per rule of the field table, in the order
+    the reason text lists them: decoding, required fields, money, negative values, times."""
+    fields = plan.fields
     kind = pl.col("r").struct.field("type")
-    return [
-        pl.when((kind == t) & (_float(_d("durations", k)) < 0)).then(
-            pl.lit(f"data.durations.{k} is negative")
-        )
-        for t, keys in DURATIONS.items()
-        for k in keys
+    reasons = [pl.col("struct_reason")]
+    reasons += [
+        pl.when(pl.col(f.column).is_null()).then(pl.lit(f"missing {f.path}"))
+        for f in fields.top
+        if f.required and f.kind != "timestamp"
     ]
+    for m in plan.money:
+        c = m.field.column
+        reasons += [
+            pl.when(pl.col(f"{c}_is_string")).then(pl.lit(f"{m.field.path} is a string")),
+            pl.col(f"{c}_misfit"),
+            pl.when(
+                _at(m.field.keys).is_not_null()
+                & pl.col(c).is_null()
+                & pl.col(f"{c}_misfit").is_null()
+            ).then(pl.lit(f"{m.field.path} is not a decimal")),
+        ]
+    for f in fields.fields:
+        if f.non_negative:
+            value = pl.col(f.column) if f.cdr_type is None else _typed(f)
+            negative = value < 0 if f.cdr_type is None else (kind == f.cdr_type) & (value < 0)
+            reasons.append(pl.when(negative).then(pl.lit(f"{f.path} is negative")))
+    for f in fields.top:
+        if f.kind != "timestamp":
+            continue
+        if f.required:
+            bad = pl.col(f.column).is_null()
+            reasons.append(pl.when(bad).then(pl.lit(f"{f.path} missing or unparseable")))
+        else:
+            bad = _at(f.keys).is_not_null() & pl.col(f.column).is_null()
+            reasons.append(pl.when(bad).then(pl.lit(f"{f.path} unparseable")))
+    return reasons
 
 
-def normalize(raw: pl.DataFrame) -> NormalizedTables:
+def normalize(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> NormalizedTables:
     """`raw_cdrs` rows (any number of pages, e.g. a day read back from the lake) -> typed,
     deduplicated tables."""
-    return normalize_decoded(with_decoded(raw))
+    return normalize_decoded(with_decoded(raw, fields), fields)
 
 
-def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
-    """Rows of `decode_page_typed` (any number of pages) -> typed, deduplicated tables."""
+def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> NormalizedTables:
+    """Rows of `decode_page_typed` (any number of pages, decoded with the same `fields`) ->
+    typed, deduplicated tables: one column per field of the field table."""
+    plan = _plan(fields)
+    cdrs_spec = plan.specs[CDRS.name]
     # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined).
     with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
     raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
-    extra, data_extra = _extras(raw["record"], raw["type"])
-    cost_text, cost_is_string, cost_misfit = _exact_costs(
-        raw["record"], raw["r"].struct.field("cost")
-    )
+    extra, data_extra = _extras(raw["record"], raw["type"], plan)
+    money: dict[str, pl.Series] = {}
+    for m in plan.money:
+        c = m.field.column
+        decoded = raw["r"].struct.field(m.field.path)
+        text, is_string, misfit = _exact_costs(raw["record"], decoded, m)
+        money |= {f"{c}_text": text, f"{c}_is_string": is_string, f"{c}_misfit": misfit}
     df = raw.select(
         "record",
         "started_at_raw",
@@ -358,57 +392,29 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
         # As the page's split found them: the quarantine's id and type when `r` is null.
         pl.col("id").alias("head_id"),
         pl.col("type").alias("head_type"),
-    ).with_columns(
-        extra=extra,
-        data_extra=data_extra,
-        cost_text=cost_text,
-        cost_is_string=cost_is_string,
-        cost_misfit=cost_misfit,
-    )
-    top = pl.col("r").struct
-    user = top.field("user").struct
+    ).with_columns(extra=extra, data_extra=data_extra, **money)
     df = df.with_columns(
-        top.field("id").alias("id"),
-        top.field("type").alias("type"),
-        top.field("subtype").alias("subtype"),
-        top.field("disposition").alias("disposition"),
-        *_endpoint_cols("from"),
-        *_endpoint_cols("to"),
-        user.field("id").alias("user_id"),
-        user.field("name").alias("user_name"),
-        user.field("email").alias("user_email"),
-        user.field("name_snapshot").alias("user_name_snapshot"),
-        _bool(user.field("deleted")).alias("user_deleted"),
-        pl.col("cost_text").cast(CDRS.polars_schema()["cost"], strict=False).alias("cost"),
-        top.field("tags").alias("tags"),
+        (
+            pl.col(f"{f.column}_text").cast(f.dtype, strict=False)
+            if f.kind == "decimal"
+            else _typed(f)
+        ).alias(f.column)
+        for f in fields.top
+        if f.kind != "timestamp"
     )
     df = with_timestamps(
-        df, {"started_at": top.field("started_at"), "ended_at": top.field("ended_at")}
+        df, {f.column: _at(f.keys) for f in fields.top if f.kind == "timestamp"}
     ).with_columns(pl.col("started_at").dt.date().alias("date"))
-    raw_cost = top.field("cost")
-    reasons = [
-        pl.col("struct_reason"),
-        pl.when(pl.col("id").is_null()).then(pl.lit("missing id")),
-        pl.when(pl.col("type").is_null()).then(pl.lit("missing type")),
-        pl.when(pl.col("cost_is_string")).then(pl.lit("cost is a string")),
-        pl.col("cost_misfit"),
-        pl.when(
-            raw_cost.is_not_null() & pl.col("cost").is_null() & pl.col("cost_misfit").is_null()
-        ).then(pl.lit("cost is not a decimal")),
-        *_negative_durations(),
-        pl.when(pl.col("started_at").is_null()).then(pl.lit("started_at missing or unparseable")),
-        pl.when(top.field("ended_at").is_not_null() & pl.col("ended_at").is_null()).then(
-            pl.lit("ended_at unparseable")
-        ),
-    ]
-    df = df.with_columns(pl.concat_str(reasons, separator="; ", ignore_nulls=True).alias("reason"))
+    df = df.with_columns(
+        pl.concat_str(_reasons(plan), separator="; ", ignore_nulls=True).alias("reason")
+    )
     bad = df.filter(pl.col("reason") != "")
     ok = df.filter(pl.col("reason") == "")
-    known = pl.col("type").is_in(list(DATA_FIELDS))
+    known = pl.col("type").is_in(list(plan.data_keys))
     # `data` JSON only for rows of an unknown type: the others are null before the JSON path.
     data_json = pl.when(known).then(None).otherwise(pl.col("record")).str.json_path_match("$.data")
     cdrs = ok.with_columns(pl.when(known).then(None).otherwise(data_json).alias("data")).select(
-        CDRS.column_names
+        cdrs_spec.column_names
     )
     quarantine = bad.select(
         pl.coalesce(
@@ -424,25 +430,17 @@ def normalize_decoded(raw: pl.DataFrame) -> NormalizedTables:
     )
     # Only what the per-type tables read, so each per-type filter copies a slim frame.
     slim = ok.select(
-        "type",
-        "id",
-        "subtype",
-        "disposition",
-        "user_id",
-        "user_name_snapshot",
-        "cost",
-        "started_at",
-        "ended_at",
+        *dict.fromkeys(["type", *(f.column for f in fields.common)]),
         "data_extra",
         "date",
         pl.struct(pl.col("r").struct.field("data")).alias("r"),
     )
-    per_type = {kind: _type_frame(slim, kind, spec) for kind, spec in TYPE_TABLES.items()}
+    per_type = {
+        t.table: _type_frame(slim, t.name, plan.specs[t.table], fields) for t in fields.types
+    }
+    # A new CDR type also needs its attribute here (and its table in `pipelines.cdr_day`).
     return NormalizedTables(
-        cdrs=cdrs.cast(CDRS.polars_schema()),
-        cdr_calls=per_type["call"],
-        cdr_conversations=per_type["conversation"],
-        cdr_sms=per_type["sms"],
-        cdr_hlr_lookups=per_type["hlr_lookup"],
+        cdrs=cdrs.cast(cdrs_spec.polars_schema()),
         quarantine=quarantine.cast(CDR_QUARANTINE.polars_schema()),
+        **per_type,
     )

@@ -323,10 +323,6 @@ class LocalStore:
         tmp.replace(final)
         _fsync_dir(final.parent)
 
-    def set_stamp(self, rel: str, stamp: float) -> bool:
-        os.utime(self.root / rel, (stamp, stamp))
-        return True
-
     def delete(self, rel: str) -> bool:
         path = self.root / rel
         if not path.exists():
@@ -504,9 +500,6 @@ class ObjectStore:
             self.fs.put_file(str(tmp), self._p(rel))
         finally:
             tmp.unlink(missing_ok=True)
-
-    def set_stamp(self, rel: str, stamp: float) -> bool:  # noqa: ARG002 - the store interface
-        return False  # objects keep their LastModified
 
     def delete(self, rel: str) -> bool:
         if not self.exists(rel):

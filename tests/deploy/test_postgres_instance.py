@@ -76,7 +76,7 @@ def _analyst(env: Mapping[str, str]) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB views over the pod's lake, built on another machine's fresh disk (as an analyst
     or a new pod would): what it reads is what the lake holds, not the pod's local files."""
     with tempfile.TemporaryDirectory(prefix="cdrhouse-analyst-") as tmp, _environ(env):
-        build_warehouse(Path(tmp), env["CDRHOUSE_LAKE_URI"], materialize=False)
+        build_warehouse(Path(tmp), env["CDRHOUSE_LAKE_URI"])
         with connect(Path(tmp)) as con:
             yield con
 

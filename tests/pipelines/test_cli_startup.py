@@ -139,7 +139,7 @@ def one_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("sql-startup") / "data"
     dataset = Dataset(seed=4, start_date=day, days=1, cdrs_per_day=300)
     write_day(Lake((data_dir / "lake").as_uri()), dataset, day)
-    build_warehouse(data_dir, materialize=False)
+    build_warehouse(data_dir)
     return data_dir
 
 

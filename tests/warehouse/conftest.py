@@ -13,7 +13,7 @@ import pytest
 from connectors.sandbox.generator import Dataset, encode_page
 from warehouse import snapshots
 from warehouse.decode import decode_page
-from warehouse.duck import build_warehouse
+from warehouse.duck import build_warehouse, write_aggregates
 from warehouse.lake import Lake, partition_key
 from warehouse.normalize import NormalizedTables, normalize
 
@@ -84,6 +84,8 @@ def build_small(data_dir: Path) -> SmallWarehouse:
     new_name = next(t["name"] for t in ds.teams if t["id"] == new_team)
     mover["teams"] = [{"id": new_team, "name": new_name}]
     write_snapshots(lake, ds, users, dt.datetime(2026, 11, 3, 1, tzinfo=dt.UTC), balances[2])
+    for i in range(DAYS):  # as the `reporting_aggregates` asset does after each CDR day
+        write_aggregates(lake, partition_key("date", START + dt.timedelta(days=i)))
     build_warehouse(data_dir)
     return SmallWarehouse(data_dir, lake, ds, tables, mover["id"], old_team, new_team, balances)
 

@@ -1,4 +1,5 @@
-"""Per-day pre-aggregates are materialized, read by the reports, and refreshed when data moves."""
+"""Per-day pre-aggregates are written per day (as the `reporting_aggregates` asset writes them),
+read by the reports, and follow a day's partitions when that day is aggregated again."""
 
 from __future__ import annotations
 
@@ -11,35 +12,44 @@ from warehouse.duck import (
     build_warehouse,
     built_fingerprint,
     connect,
-    materialize_aggregates,
     refresh_views,
     views_fingerprint,
+    write_aggregates,
 )
-from warehouse.lake import Lake, partition_key
+from warehouse.lake import Lake, footer_source, partition_key
 from warehouse.viewsql import aggregate_names
 
 from .conftest import START, build_small
 
 
-def test_aggregates_are_materialized_and_follow_partition_changes(tmp_path) -> None:
-    small = build_small(tmp_path)
+def test_aggregates_are_written_per_day_and_follow_partition_changes(tmp_path) -> None:
+    small = build_small(tmp_path)  # writes every day's aggregates with `write_aggregates`
     lake_dir = tmp_path / "lake"
     names = aggregate_names()
     assert "agg_daily_volume" in names
+    days = [f"date={START + dt.timedelta(days=i)}" for i in range(3)]
     for agg in names:
-        assert small.lake.partitions(agg) == [
-            f"date={START + dt.timedelta(days=i)}" for i in range(3)
-        ]
-    assert materialize_aggregates(lake_dir) == 0  # nothing changed: nothing recomputed
+        assert small.lake.partitions(agg) == days
+        # Derived data carries the source of the day's CDR partition.
+        assert footer_source(small.lake.partition_footer(agg, days[0])) == small.lake.source()
 
-    # Rewrite day 2 with half its CDRs: only that day's aggregates are recomputed.
+    # Rewrite day 2 with half its CDRs and aggregate that day again: only its aggregates change.
     key = partition_key("date", START + dt.timedelta(days=1))
     for table in ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms"):
         frame = small.lake.read(table, key)
         assert frame is not None
         small.lake.write(table, key, frame.head(frame.height // 2))
+    before = {agg: small.lake.stamps(agg) for agg in names}
+    written = write_aggregates(small.lake, key)
+    assert sorted(written.tables) == sorted(names)
+    assert written.cdrs_rows == 400  # what the asset's volume check compares with
+    assert sum(written.tables["agg_daily_volume"]["cdrs"].to_pylist()) == 400
+    for agg in names:
+        after = small.lake.stamps(agg)
+        assert {k: after[k] for k in after if k != key} == {
+            k: v for k, v in before[agg].items() if k != key
+        }
     build_warehouse(tmp_path)
-    assert materialize_aggregates(lake_dir) == 0
     with connect(tmp_path) as con:
         got = con.sql(
             "SELECT date, sum(cdrs) AS n FROM rpt_daily_volume GROUP BY date ORDER BY date"
@@ -49,16 +59,18 @@ def test_aggregates_are_materialized_and_follow_partition_changes(tmp_path) -> N
             "SELECT sql FROM duckdb_views() WHERE view_name = 'agg_daily_volume'"
         ).fetchall()[0][0]
     assert got["n"].to_list() == direct["n"].cast(pl.Int128).to_list() == [800, 400, 800]
-    assert f"{lake_dir}/agg_daily_volume/" in view_sql  # the report scans the materialized files
+    assert f"{lake_dir}/agg_daily_volume/" in view_sql  # the report scans the written files
 
-    # A day whose CDR partitions are deleted disappears from the reports too.
+    # A day whose CDR partitions are deleted, aggregated again, disappears from the reports too.
     for table in ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms", "cdr_hlr_lookups"):
         small.lake.delete_partition(table, key)
+    emptied = write_aggregates(small.lake, key)
+    assert emptied.cdrs_rows == 0
+    assert all(table.num_rows == 0 for table in emptied.tables.values())
     build_warehouse(tmp_path)
-    assert key not in small.lake.partitions("agg_daily_volume")
     with connect(tmp_path) as con:
-        days = con.sql("SELECT DISTINCT date FROM rpt_daily_volume ORDER BY 1").fetchall()
-    assert [d[0] for d in days] == [START, START + dt.timedelta(days=2)]
+        days_shown = con.sql("SELECT DISTINCT date FROM rpt_daily_volume ORDER BY 1").fetchall()
+    assert [d[0] for d in days_shown] == [START, START + dt.timedelta(days=2)]
 
 
 def test_views_follow_a_lake_uri_outside_the_data_dir(tmp_path) -> None:

@@ -83,7 +83,7 @@ def local_lake(small: SmallWarehouse, tmp_path_factory: pytest.TempPathFactory) 
     """A copy of the small lake (attacks that got through must not spoil the shared one)."""
     data_dir = tmp_path_factory.mktemp("sql-local")
     shutil.copytree(small.lake.root, data_dir / "lake", ignore=shutil.ignore_patterns("_tmp"))
-    build_warehouse(data_dir, materialize=False)
+    build_warehouse(data_dir)
     root = (data_dir / "lake").resolve()
     return LakeUnderTest(
         "local", data_dir, str(root), _local_snapshot(root), {"CDRHOUSE_DATA_DIR": str(data_dir)}
