@@ -24,8 +24,6 @@ import argparse
 import hashlib
 import json
 import os
-import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -43,29 +41,15 @@ from connectors.sandbox.config import DEFAULT_API_KEY
 from connectors.sandbox.rewriting import (
     CDRS_PATH,
     RewritingApp,
+    big_text,
     page_records,
     record_id,
     serve_app,
+    with_summary,
 )
 from models.timestamps import iso_ms
 
 MIB = 2**20
-_SUMMARY = re.compile(rb'"summary":(?:null|"(?:[^"\\]|\\.)*")')
-# 256 bytes -> 32 symbols (letters and spaces), so any random byte is a plain JSON string char.
-_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz      " * 8)
-
-
-def big_text(cdr_id: str, size: int) -> bytes:
-    """`size` bytes of letters and spaces, the same for the same id (seeded by it)."""
-    return random.Random(cdr_id).randbytes(size).translate(_LETTERS)
-
-
-def with_summary(record: bytes, text: bytes) -> bytes:
-    """The record with its `data.summary` (null or a string) replaced by `text`."""
-    found = _SUMMARY.search(record)
-    if found is None:
-        raise ValueError(f"no summary in {record[:80]!r}")
-    return record[: found.start()] + b'"summary":"' + text + b'"' + record[found.end() :]
 
 
 @dataclass(frozen=True)

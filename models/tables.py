@@ -29,6 +29,10 @@ class Column:
     name: str
     dtype: pl.DataType
     description: str
+    # Text of any length, rarely repeated (a whole record, a summary): the lake writes it
+    # without a dictionary and without min/max statistics, which are useless for it and would
+    # each copy a 40 MB value once more while its row group is written.
+    free_text: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,13 @@ class TableSpec:
     def empty(self) -> pl.DataFrame:
         return pl.DataFrame(schema=self.polars_schema())
 
+    @property
+    def free_text_columns(self) -> frozenset[str]:
+        return frozenset(c.name for c in self.columns if c.free_text)
 
-def _c(name: str, dtype: pl.DataType, description: str) -> Column:
-    return Column(name, dtype, description)
+
+def _c(name: str, dtype: pl.DataType, description: str, *, free_text: bool = False) -> Column:
+    return Column(name, dtype, description, free_text)
 
 
 def _ref(prefix: str, what: str, id_dtype: pl.DataType = I64) -> list[Column]:
@@ -98,7 +106,9 @@ def _endpoint(side: str) -> list[Column]:
 
 
 DATE = _c("date", pl.Date(), "UTC day of started_at; the hive partition (date=YYYY-MM-DD).")
-EXTRA = _c("extra", S, "JSON object of fields the spec does not know (null when none).")
+EXTRA = _c(
+    "extra", S, "JSON object of fields the spec does not know (null when none).", free_text=True
+)
 
 # Common columns repeated on every per-type table so reporting views need no join to `cdrs`.
 _TYPE_COMMON = [
@@ -129,6 +139,7 @@ RAW_CDRS = TableSpec(
             S,
             "The full record as minified JSON; unknown fields included. A record that is not "
             "UTF-8 is `base64:` followed by its exact bytes in base64.",
+            free_text=True,
         ),
         DATE,
     ),
@@ -181,7 +192,7 @@ CDR_CALLS = TableSpec(
         _c("duration_hold", pl.Float64(), "durations.hold, seconds."),
         _c("end_reason", S, "Why the call ended."),
         _c("wrapup_code_snapshot", S, "Wrap-up code at the time."),
-        _c("summary", S, "Call summary text."),
+        _c("summary", S, "Call summary text.", free_text=True),
         _c("conversation_score", pl.Float64(), "Conversation score."),
         _c("mos", pl.Float64(), "Mean opinion score."),
         _c("mos_tc", pl.Float64(), "MOS (tc)."),
@@ -231,7 +242,7 @@ CDR_SMS = TableSpec(
         *_TYPE_COMMON,
         _c("sent", pl.Boolean(), "True when the SMS was sent."),
         _c("segments_count", pl.Int64(), "Number of SMS segments."),
-        _c("message", S, "Message text."),
+        _c("message", S, "Message text.", free_text=True),
         *_ref("canned_message", "Canned message"),
         _c("related_call_id", S, "related_call.id (UUID)."),
         EXTRA,
@@ -268,7 +279,12 @@ CDR_QUARANTINE = TableSpec(
         _c("type", S, "CDR type as sent."),
         _c("started_at_raw", S, "started_at as sent."),
         _c("reason", S, "Why the record was quarantined (; separated)."),
-        _c("record", S, "The full record as `raw_cdrs.record` keeps it (exact bytes)."),
+        _c(
+            "record",
+            S,
+            "The full record as `raw_cdrs.record` keeps it (exact bytes).",
+            free_text=True,
+        ),
         DATE,
     ),
 )

@@ -6,7 +6,10 @@ writes the exact records to `raw_cdrs`, projects the typed tables (`normalize_de
 writes them, and folds the group into the day's checks. Polars and Parquet release the GIL, so
 the second core works while the loop receives. Every table is one atomic partition: the day
 replaces the previous one whole, or not at all. Memory is bounded by a few row groups, whatever
-the size of the day.
+the size of the day, and by bytes, whatever the size of its records: a row group also ends
+at `ROW_GROUP_BYTES`, and the pages between the API and the writer are held within the
+client's byte budget (`ByteBudget`), so a day whose pages each carry a 40 MB record holds one
+or two of them at a time.
 
 A day can also be normalized again from its `raw_cdrs` partition, without the API.
 """
@@ -20,10 +23,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import dagster as dg
 import polars as pl
+import polars.selectors as cs
 
+from connectors.contact_center import ByteBudget
 from models.tables import RAW_CDRS as RAW_SPEC
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
@@ -45,10 +51,18 @@ NORMALIZED_TABLES: Mapping[str, str] = {
 # Records per row group (~4-8 MB of JSON): the unit of writing and of normalization. Half of
 # 10k cuts ~40 MB of a day's peak RSS for ~5% more CPU (bench/RESULTS.md).
 ROW_GROUP_ROWS = 5_000
+# ...and bytes per row group (the decoded frames' estimated size, ~3x the records' JSON): a
+# 5,000-row group of ordinary records is ~15 MB, so only big records end a group early. A
+# frame that would take the group past it ends the group before it; a frame bigger than it
+# is a group of its own.
+ROW_GROUP_BYTES = 48 * 2**20
 PREVIEW_ROWS = 5
+PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
 # Decoded pages handed to the writer thread and not yet written: bounds memory.
 WRITE_AHEAD_PAGES = 2
 RAW_COLUMNS = RAW_SPEC.column_names
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Withheld(Exception):
@@ -78,30 +92,40 @@ class DayWriter:
         checks: DayChecks,
         stats: DayStats,
         rows: int = ROW_GROUP_ROWS,
+        max_bytes: int = ROW_GROUP_BYTES,
     ) -> None:
         self._raw = raw
         self._tables = tables
         self._checks = checks
         self._stats = stats
         self._rows = rows
+        self._max_bytes = max_bytes
         self._frames: list[pl.DataFrame] = []
         self._held = 0
+        self._bytes = 0
 
     def add(self, frame: pl.DataFrame) -> None:
+        size = int(frame.estimated_size())
+        if self._frames and self._bytes + size > self._max_bytes:
+            self.flush()  # the group so far, without this frame
         self._frames.append(frame)
         self._held += frame.height
-        if self._held >= self._rows:
+        self._bytes += size
+        del frame  # the group holds it: flushed, its buffers can go
+        if self._held >= self._rows or self._bytes >= self._max_bytes:
             self.flush()
 
     def flush(self) -> None:
         if not self._frames:
             return
-        group = pl.concat(self._frames, how="vertical_relaxed")
-        self._frames, self._held = [], 0
+        frames, self._frames, self._held, self._bytes = self._frames, [], 0, 0
+        group = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+        del frames
         if self._raw is not None:
             raw = group.select(RAW_COLUMNS)
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
+            del raw
         if self._tables:
             rows = group.height
             tables = normalize_decoded(group)
@@ -120,7 +144,9 @@ class DayWriter:
     def _note(self, table: str, frame: pl.DataFrame) -> None:
         self._stats.counts[table] = self._stats.counts.get(table, 0) + frame.height
         if table not in self._stats.previews and frame.height:
-            self._stats.previews[table] = frame.head(PREVIEW_ROWS)
+            # Cut and copied (through Arrow): a slice of the group would keep all its buffers.
+            head = frame.head(PREVIEW_ROWS).with_columns(cs.string().str.slice(0, PREVIEW_CHARS))
+            self._stats.previews[table] = pl.DataFrame(pl.from_arrow(head.to_arrow()))
 
 
 async def pull_day(
@@ -143,19 +169,31 @@ async def pull_day(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-write") as writer,
     ):
 
-        async def land(body: bytes, previous: asyncio.Task[int] | None) -> int:
-            frame = await loop.run_in_executor(decoder, decode_page_typed, body)
-            if previous is not None:
-                await previous  # page order: the previous page is written first
-            if frame.height:
-                await loop.run_in_executor(writer, write, frame)
-            return frame.height
+        async def land(
+            body: list[bytes], previous: asyncio.Task[int] | None, budget: ByteBudget
+        ) -> int:
+            # `body` is a box emptied into the decoder: nothing here keeps the page's bytes
+            # once decoded, nor the frame once written (a 40 MB record is held once, not thrice).
+            size = len(body[0])
+            try:
+                frame = [await loop.run_in_executor(decoder, _take_and, decode_page_typed, body)]
+                if previous is not None:
+                    await previous  # page order: the previous page is written first
+                height = frame[0].height
+                if height:
+                    await loop.run_in_executor(writer, _take_and, write, frame)
+                return height
+            finally:
+                # The page's bytes count until it is written (or dropped): while a big page is
+                # decoded and written, no other big page is received.
+                budget.release(size)
 
         try:
             async with contact_center.client(log) as client:
-                async for page in client.fetch_cdr_pages(start, end):
+                budget = ByteBudget(client.settings.page_bytes_in_flight)
+                async for page in client.fetch_cdr_pages(start, end, budget=budget):
                     previous = landing[-1] if landing else None
-                    landing.append(asyncio.create_task(land(page.body, previous)))
+                    landing.append(asyncio.create_task(land([page.body], previous, budget)))
                     stats.pages += 1
                     stats.bytes += len(page.body)
                     window = (page.window_start.isoformat(), page.window_end.isoformat())
@@ -163,6 +201,7 @@ async def pull_day(
                     if window not in stats.windows:
                         stats.windows.add(window)
                         stats.api_total += page.total
+                    del page  # its body is the landing task's alone
                     if len(landing) >= WRITE_AHEAD_PAGES:
                         stats.rows += await landing.popleft()
             while landing:
@@ -174,6 +213,11 @@ async def pull_day(
             for task in landing:
                 task.cancel()
             await asyncio.gather(*landing, return_exceptions=True)
+
+
+def _take_and(fn: Callable[[T], R], box: list[T]) -> R:
+    """`fn(box.pop())`: the box's owner keeps no reference to what `fn` gets."""
+    return fn(box.pop())
 
 
 @contextmanager

@@ -219,12 +219,17 @@ def decode_page(body: bytes) -> pl.DataFrame:
         record = pl.Series([bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     except pl.exceptions.ComputeError:  # a record that is not UTF-8
         return _decode_page_general(body)
+    return _raw_frame(heads, record)
+
+
+def _raw_frame(heads: list[_Head], record: pl.Series) -> pl.DataFrame:
+    """`decode_page`'s fast path, from the page's heads and its records."""
     df = pl.DataFrame(
         {
             "id": pl.Series([h.id for h in heads], dtype=S),
             "type": pl.Series([h.type for h in heads], dtype=S),
             "started_at_raw": pl.Series([h.started_at for h in heads], dtype=S),
-            "record": record,
+            "record": record.alias("record"),
         }
     )
     return _with_date(df)
@@ -354,6 +359,8 @@ def _page_error(body: bytes) -> None:
 
 
 _DECODE_CHUNK = 8192
+# A page past this is dropped by `decode_page_typed` before its records are decoded.
+BIG_PAGE_BYTES = 8 * 2**20
 
 
 def _json_decode(records: pl.Series) -> pl.Series:
@@ -454,18 +461,37 @@ def decode_page_typed(body: bytes) -> pl.DataFrame:
     the one JSON decode of a record on the fetch path: `normalize_decoded` only projects.
 
     Fast path: msgspec only splits the page into records (no values built), and id, type and
-    started_at come from the typed columns. Pages it does not fit take `decode_page`'s path."""
+    started_at come from the typed columns. Pages it does not fit take `decode_page`'s path.
+
+    A big page (a record of 40 MB) is let go of as soon as its records are copied out, before
+    they are decoded (the decode of a 40 MB string takes ~3x its size for a moment): the caller
+    must hold no other reference to `body`. Its heads are read first, so that a page whose
+    records do not all decode takes `decode_page`'s path without it."""
     try:
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
         return with_decoded(decode_page(body))
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return with_decoded(decode_page(body))
+    heads: list[_Head] | None = None
+    if len(body) > BIG_PAGE_BYTES:
+        try:
+            heads = _HEADS.decode(body).cdrs
+        except _MALFORMED:
+            heads = None  # decode_page's general path would need the body: keep it
     try:
         record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
+    except pl.exceptions.PolarsError:
+        return with_decoded(decode_page(body))  # a record that is not UTF-8: per record
+    del raws
+    if heads is not None:
+        del body  # the records are in `record`; what `decode_page` would do is `_raw_frame`
+    try:
         decoded = _json_decode(record)
     except pl.exceptions.PolarsError:
-        # Some record's structure is off, or a record is not UTF-8: per record.
+        # Some record's structure is off: per record.
+        if heads is not None:
+            return with_decoded(_raw_frame(heads, record))
         return with_decoded(decode_page(body))
     top = pl.col("r").struct
     return (

@@ -115,13 +115,21 @@ class PartitionWriter:
     schema: Any
     drop: str | None  # the partition column: in the path, not in the file
     claim: str | None  # the source that claims the lake with this first partition
+    free_text: frozenset[str] = frozenset()  # no dictionary, no statistics (TableSpec)
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
+        coded: bool | list[str] = True
+        if self.free_text:
+            coded = [name for name in self.schema.names if name not in self.free_text]
         self._writer = pq.ParquetWriter(
-            str(self.tmp), self.schema, compression=COMPRESSION, write_statistics=True
+            str(self.tmp),
+            self.schema,
+            compression=COMPRESSION,
+            use_dictionary=coded,
+            write_statistics=coded,
         )
         return self
 
@@ -282,7 +290,9 @@ class Lake:
         )
         self.cleanup_tmp()
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
-        return PartitionWriter(self, rel, tmp, schema, drop, claim)
+        spec = TABLES.get(table)
+        free_text = spec.free_text_columns if spec is not None else frozenset()
+        return PartitionWriter(self, rel, tmp, schema, drop, claim, free_text)
 
     def write(
         self,
@@ -321,13 +331,17 @@ class Lake:
     def iter_batches(
         self, table: str, key: str, *, columns: Sequence[str] | None = None, rows: int = 10_000
     ) -> Iterator[pl.DataFrame]:
-        """The partition's rows (without the partition column), `rows` at a time: memory stays
-        bounded whatever the size of the day. Nothing when the partition is absent."""
+        """The partition's rows (without the partition column), at most `rows` at a time and
+        never across row groups: memory stays bounded whatever the size of the day, and by
+        the writer's bytes per row group whatever the size of its records (a batch spanning
+        five row groups of one 40 MB record each would hold 200 MB). Nothing when the
+        partition is absent."""
         parquet = self.open_parquet(table, key)
         if parquet is None:
             return
-        for batch in parquet.iter_batches(batch_size=rows, columns=columns):
-            yield pl.DataFrame(pl.from_arrow(batch))
+        for group in range(parquet.metadata.num_row_groups):
+            for batch in parquet.iter_batches(batch_size=rows, row_groups=[group], columns=columns):
+                yield pl.DataFrame(pl.from_arrow(batch))
 
     def read(self, table: str, key: str) -> pl.DataFrame | None:
         parquet = self.open_parquet(table, key)

@@ -10,6 +10,7 @@ any ASGI app on a loopback port (uvicorn in a thread). Used by the tests and the
 
 from __future__ import annotations
 
+import random
 import re
 import socket
 import threading
@@ -31,6 +32,9 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 Rewrite = Callable[[bytes], bytes]
 
 _ID = re.compile(rb'^\{"id":"([^"]*)"')
+_SUMMARY = re.compile(rb'"summary":(?:null|"(?:[^"\\]|\\.)*")')
+# 256 bytes -> 32 symbols (letters and spaces): any random byte becomes a plain JSON character.
+_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz      " * 8)
 
 
 class _Page(msgspec.Struct):
@@ -49,6 +53,20 @@ def record_id(record: bytes) -> str:
     if found is None:
         raise ValueError(f"not a sandbox record: {record[:80]!r}")
     return found.group(1).decode()
+
+
+def big_text(seed: str, size: int) -> bytes:
+    """`size` bytes of letters and spaces, the same for the same seed (e.g. a CDR id)."""
+    return random.Random(seed).randbytes(size).translate(_LETTERS)
+
+
+def with_summary(record: bytes, text: bytes) -> bytes:
+    """A call record with its `data.summary` (null or a string) replaced by `text` (which
+    must need no JSON escaping, as `big_text`'s does not)."""
+    found = _SUMMARY.search(record)
+    if found is None:
+        raise ValueError(f"no summary in {record[:80]!r}")
+    return record[: found.start()] + b'"summary":"' + text + b'"' + record[found.end() :]
 
 
 class RewritingApp:
