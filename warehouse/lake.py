@@ -55,6 +55,9 @@ META_WRITTEN_AT = "cdrhouse.written_at"
 # Big row groups keep DuckDB scans cheap; 128k rows of CDRs is ~10-20 MB uncompressed.
 ROW_GROUP_SIZE = 128 * 1024
 COMPRESSION = "zstd"
+# A write this big (big records; ordinary row groups are a few MB) is followed by an empty
+# row group, which frees the Parquet writer's buffers (see PartitionWriter.write).
+RELEASE_AFTER_BYTES = 16 * 2**20
 STALE_TMP_SECONDS = 6 * 3600
 
 
@@ -138,6 +141,12 @@ class PartitionWriter:
         if table.num_rows:
             self._writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
             self.rows += table.num_rows
+            if table.nbytes >= RELEASE_AFTER_BYTES:
+                # Arrow keeps the last row group's column buffers, sized to its biggest page,
+                # until the next row group starts: after a 40 MB value, ~80 MB until the next
+                # write, under the next page's decode. An empty row group ends it now.
+                del data
+                self._writer.write_table(table.slice(0, 0))
 
     def __exit__(
         self,
