@@ -47,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -457,7 +457,17 @@ def cdrhouse_cmd(*args: str) -> list[str]:
     return [*([exe] if exe else [sys.executable, "-m", "pipelines.cli"]), *args]
 
 
-def cdrhouse_env(sb: ServedSandbox, data_dir: Path, first_day: date) -> dict[str, str]:
+class Api(Protocol):
+    """Where a benched `cdrhouse` finds the API: a served sandbox, or any other server."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def api_key(self) -> str: ...
+
+
+def cdrhouse_env(sb: Api, data_dir: Path, first_day: date) -> dict[str, str]:
     """The environment of a benched `cdrhouse` against `sb`: none of the caller's CC_*,
     CDRHOUSE_* or DAGSTER_HOME (an ephemeral instance)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_"))}

@@ -51,6 +51,7 @@ class CdrField:
     required: bool = False  # a record without it (or, a timestamp, unparseable) is quarantined
     non_negative: bool = False  # a negative value quarantines the record
     raw_column: str | None = None  # the `raw_cdrs` column that keeps it as sent
+    free_text: bool = False  # long, rarely repeated text: written without dictionary/statistics
 
     def __post_init__(self) -> None:
         if (self.kind == "decimal") != (self.precision is not None and self.scale is not None):
@@ -349,7 +350,7 @@ _CALL = [
     _duration("call", "hold"),
     CdrField("data.end_reason", "text", "end_reason", "Why the call ended.", "call"),
     _wrapup("call"),
-    CdrField("data.summary", "text", "summary", "Call summary text.", "call"),
+    CdrField("data.summary", "text", "summary", "Call summary text.", "call", free_text=True),
     CdrField(
         "data.conversation_score", "float", "conversation_score", "Conversation score.", "call"
     ),
@@ -373,7 +374,7 @@ _CONVERSATION = [
 _SMS = [
     CdrField("data.sent", "bool", "sent", "True when the SMS was sent.", "sms"),
     CdrField("data.segments_count", "int", "segments_count", "Number of SMS segments.", "sms"),
-    CdrField("data.message", "text", "message", "Message text.", "sms"),
+    CdrField("data.message", "text", "message", "Message text.", "sms", free_text=True),
     *_ref("sms", "canned_message", "Canned message"),
     _related_call("sms"),
 ]

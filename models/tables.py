@@ -35,6 +35,10 @@ class Column:
     description: str
     # CDR tables: the `raw_cdrs` field the column comes from (a raw column or `record.<path>`).
     lineage: str | None = None
+    # Text of any length, rarely repeated (a whole record, a summary): the lake writes it
+    # without a dictionary and without min/max statistics, which are useless for it and would
+    # each copy a 40 MB value once more while its row group is written.
+    free_text: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,13 +78,19 @@ class TableSpec:
     def empty(self) -> pl.DataFrame:
         return pl.DataFrame(schema=self.polars_schema())
 
+    @property
+    def free_text_columns(self) -> frozenset[str]:
+        return frozenset(c.name for c in self.columns if c.free_text)
 
-def _c(name: str, dtype: pl.DataType, description: str) -> Column:
-    return Column(name, dtype, description)
+
+def _c(name: str, dtype: pl.DataType, description: str, *, free_text: bool = False) -> Column:
+    return Column(name, dtype, description, free_text=free_text)
 
 
 DATE = _c("date", pl.Date(), "UTC day of started_at; the hive partition (date=YYYY-MM-DD).")
-EXTRA = _c("extra", S, "JSON object of fields the spec does not know (null when none).")
+EXTRA = _c(
+    "extra", S, "JSON object of fields the spec does not know (null when none).", free_text=True
+)
 
 _CDR_GRAIN = "one row per CDR id (latest revision)"
 
@@ -99,6 +109,7 @@ RAW_CDRS = TableSpec(
             S,
             "The full record as minified JSON; unknown fields included. A record that is not "
             "UTF-8 is `base64:` followed by its exact bytes in base64.",
+            free_text=True,
         ),
         DATE,
     ),
@@ -111,11 +122,17 @@ def cdr_table_specs(fields: CdrFieldTable = CDR_FIELDS) -> dict[str, TableSpec]:
 
     def columns(of: tuple[CdrField, ...], *, per_type: bool = False) -> list[Column]:
         return [
-            Column(f.column, f.dtype, (f.per_type or "") if per_type else f.description, f.lineage)
+            Column(
+                f.column,
+                f.dtype,
+                (f.per_type or "") if per_type else f.description,
+                f.lineage,
+                f.free_text,
+            )
             for f in of
         ]
 
-    extra = Column(EXTRA.name, EXTRA.dtype, EXTRA.description, "record")
+    extra = replace(EXTRA, lineage="record")
     date = Column(DATE.name, DATE.dtype, DATE.description, "date")
     data = Column("data", S, "Raw `data` JSON, kept only for CDR types the spec does not know.")
     specs = {
@@ -167,7 +184,11 @@ CDR_QUARANTINE = TableSpec(
         Column("started_at_raw", S, "started_at as sent.", "started_at_raw"),
         Column("reason", S, "Why the record was quarantined (; separated).", "record"),
         Column(
-            "record", S, "The full record as `raw_cdrs.record` keeps it (exact bytes).", "record"
+            "record",
+            S,
+            "The full record as `raw_cdrs.record` keeps it (exact bytes).",
+            "record",
+            free_text=True,
         ),
         replace(DATE, lineage="date"),
     ),

@@ -7,7 +7,10 @@ writes them, and folds the group into the day's checks. Polars and Parquet relea
 the second core works while the loop receives. Every table is one atomic partition, and the day
 replaces the previous one only when every blocking check passes (`DayChecks.whole`); otherwise
 nothing of it is published, and its raw records go to the lake's rejected area. Memory is
-bounded by a few row groups, whatever the size of the day.
+bounded by a few row groups, whatever the size of the day, and by bytes, whatever the size of
+its records: a row group also ends at `ROW_GROUP_BYTES`, and the pages between the API and the
+writer are held within the client's byte budget (`ByteBudget`), so a day whose pages each
+carry a 40 MB record holds one or two of them at a time.
 
 A day can also be normalized again from its `raw_cdrs` partition, without the API.
 """
@@ -21,10 +24,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import dagster as dg
 import polars as pl
+import polars.selectors as cs
 
+from connectors.contact_center import ByteBudget
 from models.tables import RAW_CDRS as RAW_SPEC
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
@@ -46,10 +52,22 @@ NORMALIZED_TABLES: Mapping[str, str] = {
 # Records per row group (~4-8 MB of JSON): the unit of writing and of normalization. Half of
 # 10k cuts ~40 MB of a day's peak RSS for ~5% more CPU (bench/RESULTS.md).
 ROW_GROUP_ROWS = 5_000
+# ...and bytes per row group (the decoded frames' estimated size, ~3x the records' JSON): a
+# 5,000-row group of ordinary records is ~15 MB, so only big records end a group early. A
+# frame that would take the group past it ends the group before it; a frame bigger than it
+# is a group of its own.
+ROW_GROUP_BYTES = 48 * 2**20
+# A group this big (big records) gives glibc's free pages back after each table it writes, not
+# only once at its end: the Parquet buffers of a 40 MB value (~110 MB) would otherwise stay
+# resident under the next table's. Ordinary groups (~6 MB) never pay for the extra trims.
+BIG_GROUP_BYTES = 16 * 2**20
 PREVIEW_ROWS = 5
+PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
 # Decoded pages handed to the writer thread and not yet written: bounds memory.
 WRITE_AHEAD_PAGES = 2
 RAW_COLUMNS = RAW_SPEC.column_names
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Withheld(Exception):
@@ -80,30 +98,43 @@ class DayWriter:
         checks: DayChecks,
         stats: DayStats,
         rows: int = ROW_GROUP_ROWS,
+        max_bytes: int = ROW_GROUP_BYTES,
     ) -> None:
         self._raw = raw
         self._tables = tables
         self._checks = checks
         self._stats = stats
         self._rows = rows
+        self._max_bytes = max_bytes
         self._frames: list[pl.DataFrame] = []
         self._held = 0
+        self._bytes = 0
 
     def add(self, frame: pl.DataFrame) -> None:
+        size = int(frame.estimated_size())
+        if self._frames and self._bytes + size > self._max_bytes:
+            self.flush()  # the group so far, without this frame
         self._frames.append(frame)
         self._held += frame.height
-        if self._held >= self._rows:
+        self._bytes += size
+        del frame  # the group holds it: flushed, its buffers can go
+        if self._held >= self._rows or self._bytes >= self._max_bytes:
             self.flush()
 
     def flush(self) -> None:
         if not self._frames:
             return
-        group = pl.concat(self._frames, how="vertical_relaxed")
-        self._frames, self._held = [], 0
+        big = self._bytes >= BIG_GROUP_BYTES
+        frames, self._frames, self._held, self._bytes = self._frames, [], 0, 0
+        group = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+        del frames
         if self._raw is not None:
             raw = group.select(RAW_COLUMNS)
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
+            del raw
+            if big:
+                release_free_memory()  # the raw write's buffers, before the next write's
         if self._tables:
             rows = group.height
             tables = normalize_decoded(group)
@@ -112,6 +143,8 @@ class DayWriter:
                 frame: pl.DataFrame = getattr(tables, attr)
                 if table in self._tables and frame.height:
                     self._tables[table].write(frame)
+                    if big:
+                        release_free_memory()
                 if table in self._tables:
                     self._note(table, frame)
             self._checks.add(rows, tables)
@@ -122,7 +155,9 @@ class DayWriter:
     def _note(self, table: str, frame: pl.DataFrame) -> None:
         self._stats.counts[table] = self._stats.counts.get(table, 0) + frame.height
         if table not in self._stats.previews and frame.height:
-            self._stats.previews[table] = frame.head(PREVIEW_ROWS)
+            # Cut and copied (through Arrow): a slice of the group would keep all its buffers.
+            head = frame.head(PREVIEW_ROWS).with_columns(cs.string().str.slice(0, PREVIEW_CHARS))
+            self._stats.previews[table] = pl.DataFrame(pl.from_arrow(head.to_arrow()))
 
 
 async def pull_day(
@@ -145,19 +180,31 @@ async def pull_day(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-write") as writer,
     ):
 
-        async def land(body: bytes, previous: asyncio.Task[int] | None) -> int:
-            frame = await loop.run_in_executor(decoder, decode_page_typed, body)
-            if previous is not None:
-                await previous  # page order: the previous page is written first
-            if frame.height:
-                await loop.run_in_executor(writer, write, frame)
-            return frame.height
+        async def land(
+            body: list[bytes], previous: asyncio.Task[int] | None, budget: ByteBudget
+        ) -> int:
+            # `body` is a box emptied into the decoder: nothing here keeps the page's bytes
+            # once decoded, nor the frame once written (a 40 MB record is held once, not thrice).
+            size = len(body[0])
+            try:
+                frame = [await loop.run_in_executor(decoder, _take_and, decode_page_typed, body)]
+                if previous is not None:
+                    await previous  # page order: the previous page is written first
+                height = frame[0].height
+                if height:
+                    await loop.run_in_executor(writer, _take_and, write, frame)
+                return height
+            finally:
+                # The page's bytes count until it is written (or dropped): while a big page is
+                # decoded and written, no other big page is received.
+                budget.release(size)
 
         try:
             async with contact_center.client(log) as client:
-                async for page in client.fetch_cdr_pages(start, end):
+                budget = ByteBudget(client.settings.page_bytes_in_flight)
+                async for page in client.fetch_cdr_pages(start, end, budget=budget):
                     previous = landing[-1] if landing else None
-                    landing.append(asyncio.create_task(land(page.body, previous)))
+                    landing.append(asyncio.create_task(land([page.body], previous, budget)))
                     stats.pages += 1
                     stats.bytes += len(page.body)
                     window = (page.window_start.isoformat(), page.window_end.isoformat())
@@ -165,6 +212,7 @@ async def pull_day(
                     if window not in stats.windows:
                         stats.windows.add(window)
                         stats.api_total += page.total
+                    del page  # its body is the landing task's alone
                     if len(landing) >= WRITE_AHEAD_PAGES:
                         stats.rows += await landing.popleft()
             while landing:
@@ -176,6 +224,11 @@ async def pull_day(
             for task in landing:
                 task.cancel()
             await asyncio.gather(*landing, return_exceptions=True)
+
+
+def _take_and(fn: Callable[[T], R], box: list[T]) -> R:
+    """`fn(box.pop())`: the box's owner keeps no reference to what `fn` gets."""
+    return fn(box.pop())
 
 
 @contextmanager

@@ -168,12 +168,17 @@ def decode_page(body: bytes) -> pl.DataFrame:
         record = pl.Series([bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     except pl.exceptions.ComputeError:  # a record that is not UTF-8
         return _decode_page_general(body)
+    return _raw_frame(heads, record)
+
+
+def _raw_frame(heads: list[_Head], record: pl.Series) -> pl.DataFrame:
+    """`decode_page`'s fast path, from the page's heads and its records."""
     df = pl.DataFrame(
         {
             "id": pl.Series([h.id for h in heads], dtype=S),
             "type": pl.Series([h.type for h in heads], dtype=S),
             "started_at_raw": pl.Series([h.started_at for h in heads], dtype=S),
-            "record": record,
+            "record": record.alias("record"),
         }
     )
     return _with_date(df)
@@ -303,6 +308,8 @@ def _page_error(body: bytes) -> None:
 
 
 _DECODE_CHUNK = 8192
+# A page past this is dropped by `decode_page_typed` before its records are decoded.
+BIG_PAGE_BYTES = 8 * 2**20
 
 
 def _json_decode(records: pl.Series, dtype: pl.Struct) -> pl.Series:
@@ -406,18 +413,37 @@ def decode_page_typed(body: bytes, fields: CdrFieldTable = CDR_FIELDS) -> pl.Dat
 
     Fast path: msgspec only splits the page into records (no values built), and id, type and
     started_at come from the typed columns. Pages it does not fit take `decode_page`'s path.
-    `fields` is the field table whose paths `r` holds."""
+    `fields` is the field table whose paths `r` holds.
+
+    A big page (a record of 40 MB) is let go of as soon as its records are copied out, before
+    they are decoded (the decode of a 40 MB string takes ~3x its size for a moment): the caller
+    must hold no other reference to `body`. Its heads are read first, so that a page whose
+    records do not all decode takes `decode_page`'s path without it."""
     try:
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
         return with_decoded(decode_page(body), fields)
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return with_decoded(decode_page(body), fields)
+    heads: list[_Head] | None = None
+    if len(body) > BIG_PAGE_BYTES:
+        try:
+            heads = _HEADS.decode(body).cdrs
+        except _MALFORMED:
+            heads = None  # decode_page's general path would need the body: keep it
     try:
         record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
+    except pl.exceptions.PolarsError:
+        return with_decoded(decode_page(body), fields)  # a record that is not UTF-8
+    del raws
+    if heads is not None:
+        del body  # the records are in `record`; what `decode_page` would do is `_raw_frame`
+    try:
         decoded = _json_decode(record, record_dtype(fields))
     except pl.exceptions.PolarsError:
-        # Some record's structure is off, or a record is not UTF-8: per record.
+        # Some record's structure is off: per record.
+        if heads is not None:
+            return with_decoded(_raw_frame(heads, record), fields)
         return with_decoded(decode_page(body), fields)
     top = pl.col("r").struct
     return (

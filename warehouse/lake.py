@@ -62,6 +62,9 @@ META_WRITTEN_AT = "cdrhouse.written_at"
 # Big row groups keep DuckDB scans cheap; 128k rows of CDRs is ~10-20 MB uncompressed.
 ROW_GROUP_SIZE = 128 * 1024
 COMPRESSION = "zstd"
+# A write this big (big records; ordinary row groups are a few MB) is followed by an empty
+# row group, which frees the Parquet writer's buffers (see PartitionWriter.write).
+RELEASE_AFTER_BYTES = 16 * 2**20
 STALE_TMP_SECONDS = 6 * 3600
 
 
@@ -122,6 +125,7 @@ class PartitionWriter:
     schema: Any
     drop: str | None  # the partition column: in the path, not in the file
     claim: str | None  # the source that claims the lake with this first partition
+    free_text: frozenset[str] = frozenset()  # no dictionary, no statistics (TableSpec)
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
@@ -134,8 +138,15 @@ class PartitionWriter:
 
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
+        coded: bool | list[str] = True
+        if self.free_text:
+            coded = [name for name in self.schema.names if name not in self.free_text]
         self._writer = pq.ParquetWriter(
-            str(self.tmp), self.schema, compression=COMPRESSION, write_statistics=True
+            str(self.tmp),
+            self.schema,
+            compression=COMPRESSION,
+            use_dictionary=coded,
+            write_statistics=coded,
         )
         return self
 
@@ -144,6 +155,12 @@ class PartitionWriter:
         if table.num_rows:
             self._writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
             self.rows += table.num_rows
+            if table.nbytes >= RELEASE_AFTER_BYTES:
+                # Arrow keeps the last row group's column buffers, sized to its biggest page,
+                # until the next row group starts: after a 40 MB value, ~80 MB until the next
+                # write, under the next page's decode. An empty row group ends it now.
+                del data
+                self._writer.write_table(table.slice(0, 0))
 
     def __exit__(
         self,
@@ -297,7 +314,9 @@ class Lake:
         )
         self.cleanup_tmp()
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
-        return PartitionWriter(self, rel, tmp, schema, drop, claim)
+        spec = TABLES.get(table)
+        free_text = spec.free_text_columns if spec is not None else frozenset()
+        return PartitionWriter(self, rel, tmp, schema, drop, claim, free_text)
 
     def write(
         self,
@@ -340,14 +359,17 @@ class Lake:
         rows: int = 10_000,
         rejected: bool = False,
     ) -> Iterator[pl.DataFrame]:
-        """The partition's rows (without the partition column), `rows` at a time: memory stays
-        bounded whatever the size of the day. Nothing when the partition is absent.
-        `rejected`: the rows of its rejected copy instead."""
+        """The partition's rows (without the partition column), at most `rows` at a time and
+        never across row groups: memory stays bounded whatever the size of the day, and by
+        the writer's bytes per row group whatever the size of its records (a batch spanning
+        five row groups of one 40 MB record each would hold 200 MB). Nothing when the
+        partition is absent. `rejected`: the rows of its rejected copy instead."""
         parquet = self.open_parquet(table, key, rejected=rejected)
         if parquet is None:
             return
-        for batch in parquet.iter_batches(batch_size=rows, columns=columns):
-            yield pl.DataFrame(pl.from_arrow(batch))
+        for group in range(parquet.metadata.num_row_groups):
+            for batch in parquet.iter_batches(batch_size=rows, row_groups=[group], columns=columns):
+                yield pl.DataFrame(pl.from_arrow(batch))
 
     def read(self, table: str, key: str) -> pl.DataFrame | None:
         parquet = self.open_parquet(table, key)

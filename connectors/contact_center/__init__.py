@@ -1,5 +1,6 @@
 """Typed async client of the Contact Center REST API v4 (see docs/architecture.md)."""
 
+from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.cdr import CdrPage, cdr_filter_params, split_window
 from connectors.contact_center.client import ContactCenterClient
 from connectors.contact_center.endpoints import ENDPOINTS, Endpoint, Safety
@@ -29,6 +30,7 @@ __all__ = [
     "ENDPOINTS",
     "AuthenticationError",
     "BadRequestError",
+    "ByteBudget",
     "CdrPage",
     "ClientSettings",
     "ConflictError",

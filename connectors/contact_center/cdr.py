@@ -11,6 +11,10 @@ page is whole (`read_page_info_tolerant`) and its records come back byte for byt
 the odd value is the data's, not the network's: the page is taken as it is, and the decoder
 sends the one record it cannot read to quarantine. A body that is not a whole page (truncated,
 HTML, empty) stays an `InvalidBodyError`, retried as before.
+
+Bytes, not only pages, are bounded: each page's body is admitted against a `ByteBudget`
+(`settings.page_bytes_in_flight`) before it is read, so a day whose pages carry 40 MB records
+holds one or two of them at a time, not `concurrency` x the queue's depth.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.endpoints import ENDPOINTS
 from connectors.contact_center.errors import (
     BadRequestError,
@@ -115,7 +120,11 @@ def cdr_filter_params(filters: Filters | None) -> list[tuple[str, str]]:
 
 
 async def fetch_cdr_pages(
-    client: ClientCore, start: datetime, end: datetime, filters: Filters | None = None
+    client: ClientCore,
+    start: datetime,
+    end: datetime,
+    filters: Filters | None = None,
+    budget: ByteBudget | None = None,
 ) -> AsyncIterator[CdrPage]:
     """Every CDR with started_at in [start, end), as raw pages.
 
@@ -123,7 +132,14 @@ async def fetch_cdr_pages(
     `settings.concurrency` workers under the client's shared rate limiter; pages of one
     sub-window arrive in order, sub-windows interleave. Each sub-window yields at least one
     page (an empty one if it has no CDRs); its last page has `last=True`.
+
+    Page bodies are read only when their length fits in `budget`. Without one, the bytes of
+    the pages received and not yet yielded are bounded by `settings.page_bytes_in_flight`;
+    with one, a yielded page's `len(page.body)` stays held until the caller releases it (when
+    it is done with the page), so the bound covers what the caller does with the pages too.
     """
+    own = budget is None
+    held = ByteBudget(client.settings.page_bytes_in_flight) if budget is None else budget
     windows = deque(split_window(start, end, client.settings.sub_window))
     if not windows:
         return
@@ -137,9 +153,10 @@ async def fetch_cdr_pages(
     async def worker() -> None:
         while windows:
             ws, we = windows.popleft()
-            async for page in window_pages(client, ws, we, base):
+            async for page in window_pages(client, ws, we, base, held):
                 await slots.acquire()
                 queue.put_nowait(page)
+                del page  # queued: this worker must not keep its body while it waits
 
     async def run() -> None:
         try:
@@ -155,7 +172,13 @@ async def fetch_cdr_pages(
     try:
         while (page := await queue.get()) is not None:
             slots.release()
-            yield page
+            if own:
+                held.release(len(page.body))
+            # Popped as it is yielded: while the caller works on the page (its body decoded
+            # and dropped), this frame keeps no reference to it.
+            box = [page]
+            del page
+            yield box.pop()
         await producer
         if failures:
             raise failures[0]
@@ -166,7 +189,11 @@ async def fetch_cdr_pages(
 
 
 async def window_pages(
-    client: ClientCore, ws: datetime, we: datetime, base: Sequence[tuple[str, str]]
+    client: ClientCore,
+    ws: datetime,
+    we: datetime,
+    base: Sequence[tuple[str, str]],
+    budget: ByteBudget | None = None,
 ) -> AsyncIterator[CdrPage]:
     """The pages of one sub-window [ws, we), in order, by cursor (offset as the fallback)."""
     endpoint = ENDPOINTS["list_cdrs"]
@@ -215,11 +242,15 @@ async def window_pages(
     rejections = CursorRejections(client.retry_policy, pager)
     while pager.has_next:
         params = [*window, *pager.params().items()]
-        body, info = await client._send(endpoint, parse, params=params, shared=rejections)
+        body, info = await client._send(
+            endpoint, parse, params=params, shared=rejections, budget=budget
+        )
         index = pager.pages
         pager.update(info)
         assert info.total is not None
-        yield CdrPage(ws, we, body, info.count, info.total, index, not pager.has_next)
+        page = [CdrPage(ws, we, body, info.count, info.total, index, not pager.has_next)]
+        del body  # suspended at the yield, this frame must not keep the body alive
+        yield page.pop()
 
 
 class CursorRejections(SharedBudget):

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from connectors.contact_center import cdr
+from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.cdr import (
     CdrPage,
     Filters,
@@ -199,11 +200,16 @@ class ContactCenterClient(DirectoryEndpoints):
         return await self._get_one("get_cdr", "cdr", Cdr, cdr_id=cdr_id)
 
     def fetch_cdr_pages(
-        self, start: datetime, end: datetime, filters: Filters | None = None
+        self,
+        start: datetime,
+        end: datetime,
+        filters: Filters | None = None,
+        budget: ByteBudget | None = None,
     ) -> AsyncIterator[CdrPage]:
         """Every CDR with started_at in [start, end), as raw pages (see `cdr.fetch_cdr_pages`):
-        sub-windows walked in parallel; each yields at least one page, its last `last=True`."""
-        return cdr.fetch_cdr_pages(self, start, end, filters)
+        sub-windows walked in parallel; each yields at least one page, its last `last=True`.
+        With `budget`, the caller releases each page's `len(page.body)` when done with it."""
+        return cdr.fetch_cdr_pages(self, start, end, filters, budget)
 
     # --- messaging ---------------------------------------------------------------------------
 

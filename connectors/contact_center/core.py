@@ -23,6 +23,7 @@ import orjson
 from pydantic import BaseModel
 
 from connectors.contact_center.auth import BearerAuth, Redactor
+from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.endpoints import ENDPOINTS, Endpoint
 from connectors.contact_center.errors import (
     ContactCenterError,
@@ -131,10 +132,13 @@ class ClientCore:
         body: dict[str, Any] | None = None,
         require_json: bool = True,
         shared: SharedBudget | None = None,
+        budget: ByteBudget | None = None,
     ) -> T:
         """Send until `parse` accepts a response or the retry policy gives up (then raise).
 
-        `shared` adds the caller's budget for a failure the policy alone would not retry."""
+        `shared` adds the caller's budget for a failure the policy alone would not retry.
+        With `budget`, the body is read only once its length fits in it (`_receive`); when
+        `parse` accepts the response, its body's bytes stay held for the caller to release."""
         if self._http is None:
             raise RuntimeError("use the client as `async with ContactCenterClient(...)`")
         path = endpoint.url(**(ids or {}))
@@ -152,18 +156,29 @@ class ClientCore:
             self.stats["requests"] += 1
             try:
                 async with self._inflight:
-                    response = await self._http.request(
-                        endpoint.method, path, params=query, content=content, headers=headers
+                    if budget is None:
+                        response = await self._http.request(
+                            endpoint.method, path, params=query, content=content, headers=headers
+                        )
+                    else:
+                        response = await self._receive(
+                            budget, endpoint.method, path, query, content, headers
+                        )
+                held = len(response.content) if budget is not None else 0
+                try:
+                    status = response.status_code
+                    map_response(
+                        response,
+                        endpoint.scope,
+                        path=path,
+                        require_json=require_json,
+                        redact=self._redact,
                     )
-                status = response.status_code
-                map_response(
-                    response,
-                    endpoint.scope,
-                    path=path,
-                    require_json=require_json,
-                    redact=self._redact,
-                )
-                result = parse(response)
+                    result = parse(response)
+                except BaseException:
+                    if budget is not None:
+                        budget.release(held)  # this response is not the caller's
+                    raise
                 # httpx's Response and its BoundAsyncStream point at each other: unlink them so
                 # the body (~1 MB for a CDR page) is freed at once, not at some later full GC.
                 response.stream = _DRAINED
@@ -212,6 +227,43 @@ class ClientCore:
                 raise outcome from cause
             self.stats["retries"] += 1
             await asyncio.sleep(outcome)
+
+    async def _receive(
+        self,
+        budget: ByteBudget,
+        method: str,
+        path: str,
+        params: tuple[tuple[str, str], ...],
+        content: bytes | None,
+        headers: dict[str, str] | None,
+    ) -> httpx.Response:
+        """One response, its body read only after its length is admitted by `budget` (then
+        held). A body without a Content-Length, or compressed, is admitted by what is held
+        before it is read and counted at its real length after."""
+        assert self._http is not None
+        request = self._http.build_request(
+            method, path, params=params, content=content, headers=headers
+        )
+        response = await self._http.send(request, stream=True)
+        declared = 0
+        if "content-encoding" not in response.headers:
+            try:
+                declared = max(0, int(response.headers.get("content-length", "0")))
+            except ValueError:
+                declared = 0
+        try:
+            await budget.acquire(declared)
+        except BaseException:
+            await response.aclose()
+            raise
+        try:
+            await response.aread()
+        except BaseException:
+            budget.release(declared)
+            await response.aclose()
+            raise
+        budget.grow(len(response.content) - declared)
+        return response
 
     async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
         endpoint = ENDPOINTS[name]

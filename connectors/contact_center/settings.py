@@ -86,6 +86,12 @@ class ClientSettings(BaseModel):
     connect_timeout_s: float = Field(default=10.0, gt=0)
     page_size: int = Field(default=1000, ge=1, le=1000, description="CDR page size (max 1000).")
     concurrency: int = Field(default=8, ge=1, le=64, description="Parallel CDR sub-windows.")
+    page_bytes_in_flight: int = Field(
+        default=64 * 2**20,
+        ge=2**20,
+        description="Bytes of CDR page bodies held at once (received, not yet released); a "
+        "bigger page is received alone.",
+    )
     rate_limit_rps: float | None = Field(
         default=None, gt=0, description="Client-side request rate; None = unlimited."
     )
