@@ -33,7 +33,8 @@ UI_TIMEOUT_MS = 120_000
 # Dagster's asset graph draws inside a viewport whose first child carries the zoom as
 # `matrix(scale, 0, 0, scale, x, y)`; `data-svg-viewport` is how Dagster itself marks it.
 _VIEWPORT_TRANSFORM = "[data-svg-viewport] > div"
-_MATRIX = re.compile(r"matrix\((?P<scale>[-0-9.e]+),")
+# Both a JavaScript and a Python regex: `expect` matches it in the page, `graph_scale` here.
+_MATRIX = re.compile(r"matrix\(([-0-9.e]+),")
 # True once the graph's transform has stayed the same for `frames` animation frames in a row
 # (the state lives on `window` between polls; `token` starts a fresh count for each wait).
 _STILL = """
@@ -81,7 +82,7 @@ def graph_scale(page: Page) -> float:
     expect(transform).to_have_attribute("style", _MATRIX)
     match = _MATRIX.search(transform.get_attribute("style") or "")
     assert match, "the asset graph has no zoom transform"
-    return float(match["scale"])
+    return float(match[1])
 
 
 def wait_until_graph_still(page: Page, frames: int = 10) -> None:
