@@ -47,7 +47,7 @@ AWS_TEST_ENV = {
 # Inherited variables that would point a process at another cluster, instance, lake or cloud
 # account; `deploy_env` drops them and sets its own.
 SCRUBBED_PREFIXES = ("CC_API_", "CDRHOUSE_", "DAGSTER_", "AWS_", "PG")
-_STARTUP_TIMEOUT_S = 30.0
+_STARTUP_TIMEOUT_S = 120.0
 
 
 # ---------------------------------------------------------------- PostgreSQL

@@ -13,6 +13,10 @@ from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, shared_dagster_dev
 from tests.support.clock import SessionClock
 
+# Past the default 300 s: the shared `dagster dev` may start in this test's setup, and the
+# backfill waits for its runs (deadlines only: the waits end when the state is reached).
+pytestmark = pytest.mark.timeout(900)
+
 
 @pytest.fixture(scope="module")
 def dagster_dev(
@@ -37,7 +41,7 @@ def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDe
     )["launchPartitionBackfill"]
     assert result["__typename"] == "LaunchBackfillSuccess", result
 
-    status = dagster_dev.wait_for_backfill(result["backfillId"], timeout_s=240.0)
+    status = dagster_dev.wait_for_backfill(result["backfillId"])
 
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
     raw = dagster_dev.asset_status(RAW_CDRS)

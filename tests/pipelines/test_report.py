@@ -21,14 +21,14 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from pipelines.cli import cmd_demo, cmd_ingest
 from pipelines.definitions import build_defs
 from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR
-from tests.pipelines.test_ui_browser import CHROMIUM, LAUNCH_ARGS
+from tests.support.browser import CHROMIUM, UI_TIMEOUT_MS, chromium, new_context
 from tests.support.clock import SessionClock
 from tests.support.fresh import heavy, run_main
 from tests.support.lake import warehouse
@@ -123,16 +123,14 @@ def run_report(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def open_offline(browser: Browser, path: Path) -> tuple[Page, list[str]]:
     """The file in a context with the network off; every request other than the file itself
     is recorded and aborted."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1000}, offline=True)
+    context = new_context(browser, viewport={"width": 1280, "height": 1000}, offline=True)
     fetched: list[str] = []
 
     def refuse(route: Any) -> None:
@@ -298,7 +296,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
     assert "<link" not in html
 
     page, fetched = open_offline(browser, out)
-    page.wait_for_function("document.body.dataset.rendered !== undefined", timeout=30_000)
+    page.wait_for_function("document.body.dataset.rendered !== undefined", timeout=UI_TIMEOUT_MS)
     assert page.evaluate("window.cdrhouseErrors") == []
     assert page.evaluate("window.cdrhouseRendered") == len(CHARTS)
     assert fetched == []
@@ -391,8 +389,7 @@ def test_report_over_an_empty_range_says_so(
     assert done.returncode == 0, done.stderr
     assert "no CDRs in that range" in done.stdout
     page, fetched = open_offline(browser, out)
-    message = page.get_by_text("No CDRs between 2020-01-01 and 2020-01-07")
-    assert message.is_visible()
+    expect(page.get_by_text("No CDRs between 2020-01-01 and 2020-01-07")).to_be_visible()
     assert page.locator("svg").count() == 0  # no empty axes
     assert fetched == []
     page.context.close()

@@ -2,7 +2,8 @@
 
 `dagster dev` (webserver + daemon) runs on loopback against the in-process sandbox, with the
 repository's `dagster.yaml` in a temporary `DAGSTER_HOME`. Debian's Chromium is driven by
-Playwright (the Makefile's `browser` target installs it; Playwright downloads nothing). Selectors
+Playwright (the Makefile's `browser` target installs it; Playwright downloads nothing). Every wait
+ends on the page's state, with a generous deadline (tests/support/browser.py). Selectors
 were found by looking at screenshots of Dagster 1.13's UI; the final screenshot is saved under
 `.artifacts/` for a person to look at. Elements are found by role, by label, or by text cdrhouse
 controls (group, asset and check names), not by Dagster's internal CSS classes.
@@ -12,33 +13,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 
 from models.tables import TABLES
 from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from pipelines.report import REPORT_GROUP
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, shared_dagster_dev
+from tests.support.browser import (
+    CHROMIUM,
+    chromium,
+    graph_scale,
+    new_context,
+    wait_until_graph_still,
+)
 from tests.support.clock import SessionClock
 from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
 from tests.support.screenshots import measure, page_region
 
-pytestmark = pytest.mark.browser
+# Past the default 300 s: the shared `dagster dev` may start in a test's setup, and a backfill
+# waits for its runs (deadlines only: the waits end when the state is reached).
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--no-sandbox",  # CI and these sessions run as root
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
 VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
 
@@ -51,6 +49,9 @@ EXPECTED = {
 # The CDR group's nodes whose names the zoomed-out graph draws in full (it elides longer ones,
 # e.g. "agg_a…_performance").
 DRAWN = frozenset(name for name in EXPECTED[CDR_GROUP] if len(name) <= 17)
+
+# Dagster's asset graph draws names only below this zoom (MINIMAL_SCALE in AssetGraphExplorer).
+WHOLE_NODES_SCALE = 0.6
 
 ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
@@ -66,16 +67,13 @@ def dagster_dev(
 
 @pytest.fixture(scope="module")
 def browser(dagster_dev: DagsterDev) -> Iterator[Browser]:
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(20_000)
+    context = new_context(browser, viewport=VIEWPORT)
     page = context.new_page()
     # A fresh DAGSTER_HOME shows a "Join the Dagster community" modal over the page, at a
     # moment of its own choosing; Playwright clicks its "Skip" whenever it gets in the way.
@@ -122,10 +120,14 @@ def show_cdr_group(page: Page, dev: DagsterDev) -> None:
     """The global lineage with only the CDR group expanded, zoomed out to fit the window."""
     open_ui(page, f"{dev.url}/asset-groups?expanded=global%40global%3A{CDR_GROUP}")
     expect(page.get_by_text("Global asset lineage")).to_be_visible()
+    # The graph centres itself once drawn (animated): zoom out from where it settles.
+    wait_until_graph_still(page)
+    fitted = graph_scale(page)
     zoom_out = page.get_by_role("button", name="zoom_out", exact=True)
     for _ in range(6):
         zoom_out.click()
-    page.wait_for_timeout(1_000)  # the graph animates its zoom
+    wait_until_graph_still(page)
+    assert graph_scale(page) < fitted
 
 
 def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
@@ -149,10 +151,11 @@ def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
     # The sidebar tree of the same page lists every asset once its group is unfolded: one more
     # row named after it (the group row of `cdrs` has the name of an asset too).
     all_names = {name for group_names in by_group.values() for name in group_names}
+    for group in EXPECTED:  # the folded tree is drawn: count its rows only then
+        expect(sidebar_rows(page, group)).to_have_count(1)
     folded = {name: sidebar_rows(page, name).count() for name in all_names}
     for group in EXPECTED:
         row = sidebar_rows(page, group)
-        expect(row).to_have_count(1)
         row.click()  # the tree takes the focus; the right arrow unfolds the focused group
         row.press("ArrowRight")
     for name in all_names:
@@ -188,7 +191,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     assert match, "no backfill id in the toast"
     # Leave the live-updating page while the runs work: the 2-core machine needs the CPU.
     page.goto("about:blank")
-    status = dagster_dev.wait_for_backfill(match.group(1), timeout_s=240.0)
+    status = dagster_dev.wait_for_backfill(match.group(1))
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
 
     # The GraphQL test may have filled other days of the same instance: count them all.
@@ -207,15 +210,16 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     # The lineage graph: raw_cdrs partly filled (3 or 5 of 6 days), its check passed.
     show_cdr_group(page, dagster_dev)
     assert RAW_CDRS in graph_node(page, RAW_CDRS)
-    # Zoomed out, the graph draws names only; zoom in until the node shows its status (the
-    # fitted scale depends on the graph's width, which grew with the report group).
+    # Zoomed out, the graph draws names only; from Dagster's MINIMAL_SCALE up it draws whole
+    # nodes, which then load their status. Zoom in step by step until the scale gets there
+    # (the fitted scale depends on the graph's width, which grew with the report group).
     zoom_in = page.get_by_role("button", name="zoom_in", exact=True)
-    node = node_showing(page, RAW_CDRS, "Passed", "filled")
-    for _ in range(8):
-        if node.count():
-            break
+    while (scale := graph_scale(page)) < WHOLE_NODES_SCALE:
         zoom_in.click()
-        page.wait_for_timeout(500)
+        wait_until_graph_still(page)
+        assert graph_scale(page) > scale, "zoom_in did not zoom in"
+    node = node_showing(page, RAW_CDRS, "Passed", "filled")
+    expect(node).to_be_visible()
     raw = node.text_content() or ""
     assert "1 / 1 Passed" in raw, raw
     assert f"{round(100 * len(materialized) / len(partition_keys))}% filled" in raw, raw
@@ -239,7 +243,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
 def test_cdrs_asset_page_lists_its_described_columns(dagster_dev: DagsterDev, page: Page) -> None:
     # The catalog metadata (dagster/column_schema) shows as the Columns table of the overview.
     open_ui(page, f"{dagster_dev.url}/assets/cdrs")
-    expect(page.get_by_text("Columns", exact=True).first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Columns", exact=True).first).to_be_visible()
     table = page.get_by_role("table").filter(has=page.get_by_text("from_phone_number", exact=True))
     expect(table).to_be_visible()
     # Each row: name, DuckDB type, meaning (rendered as markdown: `from` becomes code).

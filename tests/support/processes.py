@@ -18,12 +18,14 @@ def served_process(
     headers: Mapping[str, str] | None = None,
     *,
     read_stdout: bool = False,
-    timeout_s: float = 30.0,
+    timeout_s: float = 120.0,
 ) -> Iterator[subprocess.Popen[str]]:
     """Run `argv`, yield once `ready_url` answers at all, then terminate it.
 
     `read_stdout` keeps its standard output readable (what the command prints); otherwise
-    output goes nowhere, so an unread pipe can never fill and stall the server."""
+    output goes nowhere, so an unread pipe can never fill and stall the server. `timeout_s` is
+    only a deadline (a loaded 2-core machine can take long to import); the wait ends when the
+    server answers."""
     out = subprocess.PIPE if read_stdout else subprocess.DEVNULL
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, text=True)
     try:
