@@ -14,6 +14,7 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.mapping_check import CALL_AGG, mapping_check_result, mapping_check_spec
+from pipelines.partitions import partitioned_check_spec
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import WarehouseResource
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
@@ -46,12 +47,13 @@ def build_aggregate_assets(
             for name in names
         ],
         check_specs=[
-            dg.AssetCheckSpec(
+            partitioned_check_spec(
                 VOLUME_CHECK,
-                asset=VOLUME_AGG,
+                VOLUME_AGG,
+                partitions_def,
                 description="The day's CDR count in agg_daily_volume equals the cdrs rows.",
             ),
-            mapping_check_spec(),
+            mapping_check_spec(partitions_def),
         ],
         can_subset=True,
     )

@@ -28,9 +28,9 @@ from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
 from pipelines.checks import (
-    CDR_CHECK_SPECS,
     RAW_CDRS,
     blocking_problems,
+    cdr_check_specs,
     known_user_ids,
     row_count_result,
 )
@@ -213,7 +213,7 @@ def build_cdr_assets(
         pool=API_POOL,
         retry_policy=retry_policy,
         specs=specs,
-        check_specs=list(CDR_CHECK_SPECS),
+        check_specs=cdr_check_specs(partitions_def),
         can_subset=True,
     )
     @fatal_setup_errors

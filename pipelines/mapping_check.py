@@ -15,6 +15,7 @@ from collections import Counter
 import dagster as dg
 import pyarrow as pa
 
+from pipelines.partitions import partitioned_check_spec
 from warehouse.kpi import KpiSettings
 
 CALL_AGG = "agg_call_intervals"
@@ -22,10 +23,13 @@ MAPPING_CHECK = "call_values_mapped"
 FIELDS = ("subtype", "disposition", "end_reason")
 
 
-def mapping_check_spec() -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
+def mapping_check_spec(
+    partitions_def: dg.PartitionsDefinition[str] | None = None,
+) -> dg.AssetCheckSpec:
+    return partitioned_check_spec(
         MAPPING_CHECK,
-        asset=CALL_AGG,
+        CALL_AGG,
+        partitions_def,
         description=(
             "Every call subtype, disposition and end_reason of the day is named by a KPI "
             "setting (CDRHOUSE_*_SUBTYPES, _DISPOSITIONS, _END_REASONS); warns naming the "
