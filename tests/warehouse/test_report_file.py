@@ -59,3 +59,24 @@ def test_money_has_separators_and_two_decimals(
 
 def test_a_period_without_data_is_a_dash() -> None:
     assert {written(kind, None, "EUR") for kind in ("count", "pct", "seconds", "money")} == {"—"}
+
+
+def test_one_balance_snapshot_is_a_figure_several_are_a_line(small: SmallWarehouse) -> None:
+    from warehouse.duck import connect
+    from warehouse.report import build_report
+
+    con = connect(small.data_dir, read_only=True)
+    try:
+        # Snapshots are read from the first day to the morning after the last one.
+        whole = build_report(con, START, START + dt.timedelta(days=DAYS), currency="EUR")
+        single = build_report(con, START - dt.timedelta(days=1), START, currency="EUR")
+    finally:
+        con.close()
+    (line,) = [c for c in whole.charts if c.chart.key == "balance"]
+    assert line.figure is None
+    assert line.spec is not None
+    assert line.spec["mark"]["type"] == "line"
+    assert [Decimal(r["amount_exact"]) for r in line.rows] == [Decimal(b) for b in small.balances]
+    (figure,) = [c for c in single.charts if c.chart.key == "balance"]
+    assert figure.spec is None
+    assert figure.figure == f"EUR {Decimal(small.balances[0]):,.2f} on {START}"
