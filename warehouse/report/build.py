@@ -98,7 +98,7 @@ def _one(
 def _spec(chart: Chart, rows: list[Row], unit: str) -> dict[str, Any]:
     drawn = chart.draw(rows, unit)
     if chart.key in DAILY:
-        drawn = drawn.properties(width=720, height=300)
+        drawn = drawn.properties(width=720, height=240)
     drawn = drawn.properties(
         title=alt.TitleParams(chart.title, subtitle=f"source: {chart.view}", anchor="start")
     )

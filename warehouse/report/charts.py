@@ -169,6 +169,8 @@ CHARTS: tuple[Chart, ...] = (
         "GROUP BY ALL ORDER BY weekday_no, hour",
         "No inbound queue calls in this range.",
         drawings.heatmap,
+        note="Every local day of the period, summed per weekday and hour; the service level "
+        "of an hour with few calls swings widely: hover a cell for its counts.",
     ),
     Chart(
         "sla",
@@ -179,6 +181,8 @@ CHARTS: tuple[Chart, ...] = (
         "No conversation with an SLA in this range.",
         drawings.sla,
         _sla_rows,
+        note="One bar per SLA kind and day: met (dark) under breached (light). Conversations "
+        "without that SLA are in neither.",
     ),
     Chart(
         "volume",
@@ -220,6 +224,8 @@ CHARTS: tuple[Chart, ...] = (
         "No agent handled a call or conversation in this range.",
         drawings.agents,
         _agent_rows,
+        note="Handled calls are answered calls with the agent; every conversation with the "
+        "agent counts. Call AHT per agent is in the tooltip (no after-call work in the API).",
     ),
     Chart(
         "cost",

@@ -32,6 +32,7 @@ class Chart:
     empty: str  # the sentence shown instead of a chart when the query finds no rows
     draw: Callable[[list[Row], str], Drawing]  # rows, money unit
     reshape: Callable[[list[Row]], list[Row]] = field(default=lambda rows: rows)
+    note: str = ""  # how to read it, under the chart
 
 
 @dataclass(frozen=True)

@@ -173,10 +173,9 @@ def outbound(rows: list[Row], _money: str) -> Drawing:
         "campaign:N", title="campaign", sort=alt.EncodingSortField("attempts", "max", "descending")
     )
     calls = stacked_bars(None, campaign, "calls:Q", "outbound calls (count)", outcome, tips)
-    rate = (
+    base = (
         alt.Chart()
         .transform_filter("datum.outcome == 'connected'")
-        .mark_bar(color="#54a24b")
         .encode(
             y=campaign.axis(None),
             x=alt.X(
@@ -184,8 +183,12 @@ def outbound(rows: list[Row], _money: str) -> Drawing:
             ),
             tooltip=tips,
         )
-        .properties(width=260)
     )
+    # The rate written at the end of each bar (a text mark: not a bar to count).
+    labels = base.mark_text(align="left", dx=3, fontSize=11).encode(
+        text=alt.Text("connect_rate_pct:Q", format=".1f")
+    )
+    rate = (base.mark_bar(color="#54a24b") + labels).properties(width=260)
     return alt.hconcat(calls.properties(width=380), rate, data=_data(rows))
 
 

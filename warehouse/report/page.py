@@ -57,6 +57,7 @@ table.kpi tr.total td { font-weight: 700; border-top: 2px solid #999; }
 .figure { font-size: 26px; font-weight: 700; margin: 8px 0; }
 section { border-top: 1px solid #ddd; padding: 16px 0; }
 .source { color: #666; font-size: 12px; }
+section > .note { color: #444; font-size: 13px; margin: 4px 0; }
 .empty { font-size: 16px; color: #8a4b08; background: #fff7e6; padding: 10px 14px; }
 table { border-collapse: collapse; font-size: 12px; margin-top: 8px; }
 td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: right; }
@@ -92,6 +93,8 @@ def _table(rows: list[Row]) -> str:
 def _section(result: ChartResult) -> str:
     chart = result.chart
     source = f'<p class="source">SQL view: <code>{chart.view}</code></p>'
+    if chart.note:
+        source = f'<p class="note">{html.escape(chart.note)}</p>{source}'
     title = f"<h2>{html.escape(chart.title)}</h2>"
     if result.figure is not None:
         return (
