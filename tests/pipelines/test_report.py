@@ -2,9 +2,11 @@
 
 The warehouse is built by `cdrhouse ingest` (in-process sandbox, 300 CDRs a day); the report
 is written by the real command in a subprocess and opened in Debian's Chromium with the network
-off. Every chart must draw one SVG mark per row of its embedded data, and the numbers behind
-three charts (volume, cost, SMS) must equal what SQL on the reporting views returns. The
-screenshot is saved under `.artifacts/` (docs/report.png is a copy of one).
+off. Each headline tile (this period and the previous one) must equal a figure the test asks
+of the views with its own SQL, every row of the per-queue table too; every chart must draw one
+SVG mark per row of its embedded data, and the numbers behind the heatmap, SLA, volume,
+outbound, cost and SMS charts must equal what SQL on the reporting views returns. The
+screenshot is saved under `.artifacts/` (docs/report.png is one of 14 `make demo` days).
 """
 
 from __future__ import annotations
