@@ -61,6 +61,8 @@ UNITS = {
     "sms": "SMS (count)",
 }
 CHARTS = tuple(VIEWS)
+# How long a page may take to show what a check waits for (a loaded, shared machine).
+WAIT = 60_000
 TILES = ("offered", "service_level", "asa", "abandon", "aht", "conversation_sla", "cost")
 # Each tile's figures, asked of the views here, apart from the report's code: the sums over
 # the days `$first` .. `$last` (inclusive), the percentage or average computed below in Python.
@@ -347,7 +349,7 @@ def test_report_is_requested_once_yesterday_and_the_balance_landed_after_the_tic
 
 def rendered(page: Page) -> None:
     """Every chart's vega-embed promise has settled (the page says so on <body>)."""
-    page.wait_for_function("document.body.dataset.rendered !== undefined", timeout=90_000)
+    page.wait_for_function("document.body.dataset.rendered !== undefined", timeout=2 * WAIT)
     assert page.evaluate("window.cdrhouseErrors") == []
 
 
@@ -359,7 +361,7 @@ def check_tiles(
     days = end - start
     periods = ((start, end - timedelta(days=1)), (start - days, start - timedelta(days=1)))
     figures: dict[str, tuple[Any, Any]] = {}
-    expect(page.locator("#tiles .tile")).to_have_count(len(TILES), timeout=60_000)
+    expect(page.locator("#tiles .tile")).to_have_count(len(TILES), timeout=WAIT)
     for key in TILES:
         tile = page.locator(f"#tile-{key}")
         current, previous = (tile_figure(data_dir, key, *period) for period in periods)
@@ -374,15 +376,19 @@ def check_tiles(
             else:
                 assert float(text) == pytest.approx(float(value), rel=1e-9), (key, attr)
         kind = TILE_KIND[key]
-        expect(tile.locator(".current")).to_have_text(shown(kind, current, currency))
-        expect(tile.locator(".previous-value")).to_have_text(shown(kind, previous, currency))
+        expect(tile.locator(".current")).to_have_text(shown(kind, current, currency), timeout=WAIT)
+        expect(tile.locator(".previous-value")).to_have_text(
+            shown(kind, previous, currency), timeout=WAIT
+        )
     note = page.locator("#tile-aht")
     assert "no after-call work" in (note.get_attribute("title") or "")
-    expect(note.locator(".note")).to_contain_text("no after-call work")
+    expect(note.locator(".note")).to_contain_text("no after-call work", timeout=WAIT)
     # The exact figures: the cost with every decimal of the DECIMAL the view returns.
     cost = page.locator('#exact-figures tr[data-tile="cost"] td')
     exact_cost = figures["cost"][0]
-    expect(cost.nth(1)).to_have_text("" if exact_cost is None else format(exact_cost, "f"))
+    expect(cost.nth(1)).to_have_text(
+        "" if exact_cost is None else format(exact_cost, "f"), timeout=WAIT
+    )
     return figures
 
 
@@ -396,7 +402,7 @@ def check_queue_table(page: Page, data_dir: Path, start: date, end: date) -> Non
         (start, end),
     )
     rows = page.locator("#queue-table tbody tr[data-queue-id]")
-    expect(rows).to_have_count(len(expected), timeout=60_000)
+    expect(rows).to_have_count(len(expected), timeout=WAIT)
     counts = ("offered", "answered", "answered_within_sl", "abandoned", "short_abandoned")
     columns = (*counts, "blocked")
     shown_rows = {}
@@ -412,7 +418,7 @@ def check_queue_table(page: Page, data_dir: Path, start: date, end: date) -> Non
         sl = 100.0 * within / (answered + abandoned) if answered + abandoned else None
         assert cells["service_level_pct"] == shown("pct", sl, None), queue_id
     total = page.locator("#queue-table tr.total td[data-column=offered]")
-    expect(total).to_have_text(f"{sum(r[1] for r in expected):,}")
+    expect(total).to_have_text(f"{sum(r[1] for r in expected):,}", timeout=WAIT)
 
 
 @pytest.mark.browser
@@ -453,7 +459,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
         assert rows, key
         # One SVG mark per row: bars, cells (legend symbols are not marks).
         marks = chart.locator("svg .role-mark path")
-        expect(marks).to_have_count(marks_expected(key, rows), timeout=60_000)
+        expect(marks).to_have_count(marks_expected(key, rows), timeout=WAIT)
         # Title, axis titles with units, and the view it came from.
         text = chart.locator("svg").text_content() or ""
         assert f"source: {VIEWS[key]}" in text, key
@@ -474,7 +480,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
 
     # The SLA chart has a legend naming each SLA kind and status it draws.
     legend = page.locator("#chart-sla svg .role-legend-label text")
-    expect(legend.first).to_be_visible(timeout=60_000)
+    expect(legend.first).to_be_visible(timeout=WAIT)
     assert set(legend.all_text_contents()) >= {r["series"] for r in data["sla"]}
     sla_rows = sql(
         warehouse_dir,
@@ -545,7 +551,7 @@ def test_report_renders_every_chart_offline_with_the_views_numbers(
         "SELECT snapshot_date, amount FROM rpt_balance WHERE snapshot_date BETWEEN $start AND $end",
         window,
     )
-    expect(page.locator("#figure-balance")).to_have_text(f"{amount:,.2f} on {day}")
+    expect(page.locator("#figure-balance")).to_have_text(f"{amount:,.2f} on {day}", timeout=WAIT)
     assert page.locator("#chart-balance").count() == 0
 
     # A tooltip shows the exact decimal: the tallest cost bar's.
@@ -588,9 +594,9 @@ def test_report_tiles_show_the_previous_period_in_the_currency(
     rendered(page)
     figures = check_tiles(page, warehouse_dir, start, end, "EUR")
     assert all(None not in pair for pair in figures.values()), figures
-    expect(page.locator("#figure-balance")).to_contain_text("EUR ")
+    expect(page.locator("#figure-balance")).to_contain_text("EUR ", timeout=WAIT)
     check_queue_table(page, warehouse_dir, start, end)
-    expect(page.locator("#chart-cost svg")).to_contain_text("cost (EUR)", timeout=60_000)
+    expect(page.locator("#chart-cost svg")).to_contain_text("cost (EUR)", timeout=WAIT)
     assert fetched == []
     page.context.close()
 
@@ -607,7 +613,7 @@ def test_report_over_an_empty_range_says_so(
     assert "no CDRs in that range" in done.stdout
     page, fetched = open_offline(browser, out)
     message = page.get_by_text("No CDRs between 2020-01-01 and 2020-01-07")
-    expect(message).to_be_visible(timeout=60_000)
+    expect(message).to_be_visible(timeout=WAIT)
     assert page.locator("svg").count() == 0  # no empty axes
     assert fetched == []
     page.context.close()
