@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -597,6 +598,41 @@ def test_report_tiles_show_the_previous_period_in_the_currency(
     expect(page.locator("#figure-balance")).to_contain_text("EUR ", timeout=WAIT)
     check_queue_table(page, warehouse_dir, start, end)
     expect(page.locator("#chart-cost svg")).to_contain_text("cost (EUR)", timeout=WAIT)
+    assert fetched == []
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_report_days_are_business_days_in_the_zone(
+    warehouse_dir: Path, window: tuple[date, date], browser: Browser, tmp_path: Path
+) -> None:
+    """With CDRHOUSE_TIMEZONE=America/New_York (UTC-5 in winter) the tiles and the heatmap
+    read local days and hours: the local day before the range holds the first UTC hours of the
+    ingest, so the previous period has calls although no UTC day before the range was ingested."""
+    data_dir = tmp_path / "data"
+    shutil.copytree(warehouse_dir, data_dir)  # the views are rebuilt for the zone in the copy
+    start, end = window
+    out = tmp_path / "report.html"
+    env = {"CDRHOUSE_TIMEZONE": "America/New_York"}
+    args = ("--start", str(start), "--end", str(end), "--out", str(out))
+    done = run_report(data_dir, *args, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sql(data_dir, "SELECT timezone FROM kpi_settings") == [("America/New_York",)]
+    page, fetched = open_offline(browser, out)
+    rendered(page)
+    expect(page.locator(".meta")).to_contain_text("business day in America/New_York", timeout=WAIT)
+    figures = check_tiles(page, data_dir, start, end, None)
+    assert figures["offered"][1], figures  # local days before `start` hold UTC hours of it
+    assert figures["offered"][0] != tile_figure(warehouse_dir, "offered", start, end - timedelta(1))
+    check_queue_table(page, data_dir, start, end)
+    heat = {(r["weekday_no"], r["hour"]): r["offered"] for r in embedded(page)["heatmap"]}
+    expected = sql(
+        data_dir,
+        "SELECT isodow(interval_start_local), hour(interval_start_local), sum(offered) "
+        "FROM rpt_interval_kpis WHERE local_date >= $start AND local_date < $end GROUP BY ALL",
+        window,
+    )
+    assert heat == {(d, h): n for d, h, n in expected}
     assert fetched == []
     page.context.close()
 
