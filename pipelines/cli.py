@@ -145,6 +145,16 @@ def _kpi_settings(env: Mapping[str, str]) -> KpiSettings:
         raise CliError(str(exc)) from None
 
 
+def _report_currency(env: Mapping[str, str]) -> str | None:
+    """`CDRHOUSE_CURRENCY`, checked like the other variables: one line, exit 2."""
+    from pipelines.kpi_settings import SettingsError, currency_from_env
+
+    try:
+        return currency_from_env(env)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+
+
 def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSettings) -> None:
     """`sql`, `report` and `lake` read views built with the KPI settings configured now: a
     warehouse built with others (another CDRHOUSE_TIMEZONE, say) is rebuilt first, and a
@@ -188,6 +198,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             lake_uri = env.get("CDRHOUSE_LAKE_URI") or None
             _check_lake_uri(lake_uri)
             kpi = _kpi_settings(env)
+            if args.command == "report":
+                # The report's money sign, and its zone: `--days` counts business days.
+                args.currency = _report_currency(env)
+                args.timezone = kpi.timezone
             data_dir = env_data_dir(env)
             if args.command != "lake" or args.lake_command == "views":
                 # (`lake views` rebuilds keeping the file's settings: these, after this.)

@@ -161,7 +161,9 @@ def resources_from_env(
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
     )
-    warehouse = WarehouseResource.with_kpi(settings.data_dir, settings.lake_uri, settings.kpi())
+    warehouse = WarehouseResource.with_kpi(
+        settings.data_dir, settings.lake_uri, settings.kpi(), settings.currency
+    )
     return contact_center, warehouse
 
 

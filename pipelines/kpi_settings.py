@@ -1,11 +1,13 @@
-"""The KPI variables (docs/metrics.md), validated like every `CDRHOUSE_*` variable.
+"""The KPI variables (docs/metrics.md) and the report's currency, validated like every
+`CDRHOUSE_*` variable.
 
-Apart from `pipelines.settings` (which extends `KpiVariables`) so that `cdrhouse sql`, `report`
-and `lake` can check them and hand them to the views without importing Dagster.
+Apart from `pipelines.settings` (which extends `KpiVariables` and `ReportVariables`) so that
+`cdrhouse sql`, `report` and `lake` can check them and hand them on without importing Dagster.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
@@ -121,6 +123,29 @@ class KpiVariables(BaseModel):
 
 KPI_NAMES = frozenset(str(f.alias) for f in KpiVariables.model_fields.values())
 
+_CURRENCY = re.compile(r"[A-Z]{3}")
+
+
+class ReportVariables(BaseModel):
+    """What the report writes before money: an ISO 4217 code (unset: no sign)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    currency: str | None = Field(None, alias="CDRHOUSE_CURRENCY")
+
+    @field_validator("currency")
+    @classmethod
+    def _check_currency(cls, value: str | None) -> str | None:
+        if value is None or _CURRENCY.fullmatch(value):
+            return value
+        hint = f"; did you mean {value.upper()!r}?" if _CURRENCY.fullmatch(value.upper()) else ""
+        raise ValueError(
+            f"not an ISO 4217 currency code (three capital letters, like EUR or USD){hint}"
+        )
+
+
+REPORT_NAMES = frozenset(str(f.alias) for f in ReportVariables.model_fields.values())
+
 
 def validate_env(model: type[M], env: Mapping[str, str], names: frozenset[str]) -> M:
     """`model` from the variables of `env` it names (empty = unset); raises `SettingsError`
@@ -140,3 +165,8 @@ def validate_env(model: type[M], env: Mapping[str, str], names: frozenset[str]) 
 def kpi_from_env(env: Mapping[str, str]) -> KpiSettings:
     """The KPI settings `env` holds (`SettingsError` on a bad one)."""
     return validate_env(KpiVariables, env, KPI_NAMES).kpi()
+
+
+def currency_from_env(env: Mapping[str, str]) -> str | None:
+    """`CDRHOUSE_CURRENCY` (`SettingsError` on a bad one); None when unset or empty."""
+    return validate_env(ReportVariables, env, REPORT_NAMES).currency

@@ -9,13 +9,15 @@ lookback days the same night revise older days; the next night's report shows th
 It writes `<data dir>/reports/contact_center_report.html` (and a copy named by its range), and
 on an object-store lake also `<lake>/_reports/contact_center_report.html`, where the run
 pod's disk is not the one people open. Its metadata links the file and carries the range's
-headline numbers as floats (`cdrs`, `cost`, `sla_met_pct`), which Dagster charts over the
-materializations on the asset's Plots tab.
+headline numbers as floats (`cdrs`, `cost`, `sla_met_pct`: conversation SLAs met, with or
+without a queue), which Dagster charts over the materializations on the asset's Plots tab.
+Its days are business days in CDRHOUSE_TIMEZONE (the KPI views' `local_date`).
 """
 
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 from pydantic import Field
@@ -38,7 +40,9 @@ REPORT_SENSOR = "contact_center_report_after_nightly"
 
 
 class ReportConfig(dg.Config):
-    days: int = Field(default=7, ge=1, description="The last N complete UTC days.")
+    days: int = Field(
+        default=7, ge=1, description="The last N complete business days (CDRHOUSE_TIMEZONE)."
+    )
 
 
 def report_condition() -> dg.AutomationCondition[Any]:
@@ -69,8 +73,9 @@ def build_report_asset(
         kinds={"html", "duckdb"},
         automation_condition=report_condition(),
         description=(
-            "The contact-center report of the last 7 UTC days: one self-contained HTML file "
-            "with 8 charts over the rpt_* views (the same as `cdrhouse report`)."
+            "The contact-center report of the last 7 business days: one self-contained HTML "
+            "file of headline tiles (with the previous 7 days), a per-queue table and 8 charts "
+            "over the rpt_* views (the same as `cdrhouse report`)."
         ),
     )
     def contact_center_report(
@@ -78,7 +83,8 @@ def build_report_asset(
     ) -> dg.MaterializeResult[Any]:
         from warehouse.report import write_report
 
-        end = utc_now().date()
+        # Business days: the KPI views' `local_date` is in the warehouse's zone.
+        end = utc_now().astimezone(ZoneInfo(warehouse.timezone)).date()
         start = end - timedelta(days=config.days)
         lake = warehouse.lake()
         if lake.is_local:
@@ -86,7 +92,7 @@ def build_report_asset(
         else:
             warehouse.build_views()  # a pod's data dir starts empty
         out = report_path(warehouse.data_path)
-        report = write_report(warehouse.data_path, start, end, out)
+        report = write_report(warehouse.data_path, start, end, out, currency=warehouse.currency)
         last = end - timedelta(days=1)
         dated = out.with_name(f"contact_center_report_{start}_{last}.html")
         html = out.read_bytes()  # once, for the dated copy and the lake's copy
@@ -100,7 +106,7 @@ def build_report_asset(
         metadata: dict[str, Any] = {
             "report": dg.MetadataValue.url(uri),
             "path": dg.MetadataValue.path(str(out)),
-            "range": f"{start} .. {last} (UTC)",
+            "range": f"{start} .. {last} ({warehouse.timezone})",
             "cdrs": float(headline.cdrs),
             "cost": float(headline.cost),
             "cost_exact": format(headline.cost, "f"),

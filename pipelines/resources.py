@@ -215,12 +215,18 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     unanswered_dispositions: list[str] = Field(default=list(k.DEFAULT_UNANSWERED_DISPOSITIONS))
     abandon_end_reasons: list[str] = Field(default=list(k.DEFAULT_ABANDON_END_REASONS))
     other_end_reasons: list[str] = Field(default=list(k.DEFAULT_OTHER_END_REASONS))
+    currency: str | None = Field(
+        default=None, description="CDRHOUSE_CURRENCY: the report's money sign (ISO 4217)."
+    )
 
     @classmethod
-    def with_kpi(cls, data_dir: str, lake_uri: str | None, kpi: KpiSettings) -> WarehouseResource:
+    def with_kpi(
+        cls, data_dir: str, lake_uri: str | None, kpi: KpiSettings, currency: str | None = None
+    ) -> WarehouseResource:
         return cls(
             data_dir=data_dir,
             lake_uri=lake_uri,
+            currency=currency,
             timezone=kpi.timezone,
             sl_threshold_s=kpi.sl_threshold_s,
             short_abandon_s=kpi.short_abandon_s,

@@ -11,7 +11,7 @@ from datetime import date
 
 from pydantic import ConfigDict, Field, field_validator
 
-from pipelines.kpi_settings import KpiVariables, SettingsError, validate_env
+from pipelines.kpi_settings import KpiVariables, ReportVariables, SettingsError, validate_env
 from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.preflight import start_date_problem
 from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
@@ -22,8 +22,9 @@ __all__ = ["Settings", "SettingsError", "settings_from_env"]
 DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
 
 
-class Settings(KpiVariables):
-    """The `CDRHOUSE_*` variables (README "Configuration"); the KPI ones are `KpiVariables`."""
+class Settings(KpiVariables, ReportVariables):
+    """The `CDRHOUSE_*` variables (README "Configuration"); the KPI ones are `KpiVariables`,
+    the report's currency `ReportVariables`."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

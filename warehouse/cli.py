@@ -332,14 +332,15 @@ REPORT_DAYS = 7
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--start", help="first UTC day, YYYY-MM-DD (with --end)")
+    parser.add_argument("--start", help="first business day, YYYY-MM-DD (with --end)")
     parser.add_argument(
         "--end", help="day after the last one, YYYY-MM-DD (the range is [start, end))"
     )
     parser.add_argument(
         "--days",
         type=int,
-        help=f"the last N complete UTC days, ending yesterday (default {REPORT_DAYS})",
+        help=f"the last N complete business days (CDRHOUSE_TIMEZONE), ending yesterday "
+        f"(default {REPORT_DAYS})",
     )
     parser.add_argument(
         "--out",
@@ -373,8 +374,11 @@ def report_range(args: argparse.Namespace, today: dt.date) -> tuple[dt.date, dt.
 
 def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -> int:
     """Entry point of `cdrhouse report`: exit 2 for bad arguments, 1 when it cannot write."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(getattr(args, "timezone", None) or "UTC")
     try:
-        start, end = report_range(args, dt.datetime.now(dt.UTC).date())
+        start, end = report_range(args, dt.datetime.now(zone).date())
     except ValueError as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 2
@@ -389,7 +393,9 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 1
     try:
-        report = write_report(Path(data_dir), start, end, out)
+        report = write_report(
+            Path(data_dir), start, end, out, currency=getattr(args, "currency", None)
+        )
     except (OSError, duckdb.Error) as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 1

@@ -23,6 +23,9 @@ from pipelines.settings import SettingsError, settings_from_env
         ("CDRHOUSE_SL_THRESHOLD_S", "twenty", "valid integer"),
         ("CDRHOUSE_SHORT_ABANDON_S", "-5", "greater than or equal to 0"),
         ("CDRHOUSE_ABANDON_END_REASONS", "no_answer,,caller_hangup", "without empty items"),
+        ("CDRHOUSE_CURRENCY", "euro", "not an ISO 4217 currency code"),
+        ("CDRHOUSE_CURRENCY", "eur", "did you mean 'EUR'?"),
+        ("CDRHOUSE_CURRENCY", "€", "three capital letters"),
     ],
 )
 def test_a_bad_value_names_its_variable(name: str, value: str, expected: str) -> None:
@@ -41,6 +44,8 @@ def test_unset_and_empty_mean_the_defaults() -> None:
     assert settings.lookback_days == 3
     assert settings.start_date == date(2026, 11, 1)
     assert settings.data_dir == "data"
+    assert settings.currency is None  # no sign before money
+    assert settings_from_env({"CDRHOUSE_CURRENCY": "EUR"}).currency == "EUR"
 
 
 def test_cdrhouse_ingest_exits_2_with_one_line_and_writes_nothing(tmp_path) -> None:

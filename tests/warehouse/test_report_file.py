@@ -1,12 +1,17 @@
-"""`write_report` replaces its file whole, even when two writers race on it."""
+"""`write_report` replaces its file whole, even when two writers race on it; money is written
+with thousands separators and 2 decimals, from the exact Decimal."""
 
 from __future__ import annotations
 
 import datetime as dt
 import threading
+from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from warehouse.report import write_report
+from warehouse.report.data import money, written
 
 from .conftest import DAYS, START, SmallWarehouse
 
@@ -32,3 +37,46 @@ def test_concurrent_report_writers_leave_one_whole_file(
     assert not errors
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temp file left
     assert out.read_text(encoding="utf-8").rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize(
+    ("value", "currency", "text"),
+    [
+        (Decimal("1234567.125000"), "EUR", "EUR 1,234,567.12"),  # half-even, from the Decimal
+        (Decimal("1234567.135000"), "EUR", "EUR 1,234,567.14"),
+        (Decimal("0.004999"), None, "0.00"),  # no currency set: no sign
+        (Decimal("-1500.5"), "USD", "USD -1,500.50"),
+        # Half-even on the Decimal; through a float (…0.0050048…) it would become .01.
+        (Decimal("1000000000000.005"), "GBP", "GBP 1,000,000,000,000.00"),
+    ],
+)
+def test_money_has_separators_and_two_decimals(
+    value: Decimal, currency: str | None, text: str
+) -> None:
+    assert money(value, currency) == text
+    assert written("money", value, currency) == text
+
+
+def test_a_period_without_data_is_a_dash() -> None:
+    assert {written(kind, None, "EUR") for kind in ("count", "pct", "seconds", "money")} == {"—"}
+
+
+def test_one_balance_snapshot_is_a_figure_several_are_a_line(small: SmallWarehouse) -> None:
+    from warehouse.duck import connect
+    from warehouse.report import build_report
+
+    con = connect(small.data_dir, read_only=True)
+    try:
+        # Snapshots are read from the first day to the morning after the last one.
+        whole = build_report(con, START, START + dt.timedelta(days=DAYS), currency="EUR")
+        single = build_report(con, START - dt.timedelta(days=1), START, currency="EUR")
+    finally:
+        con.close()
+    (line,) = [c for c in whole.charts if c.chart.key == "balance"]
+    assert line.figure is None
+    assert line.spec is not None
+    assert line.spec["mark"]["type"] == "line"
+    assert [Decimal(r["amount_exact"]) for r in line.rows] == [Decimal(b) for b in small.balances]
+    (figure,) = [c for c in single.charts if c.chart.key == "balance"]
+    assert figure.spec is None
+    assert figure.figure == f"EUR {Decimal(small.balances[0]):,.2f} on {START}"

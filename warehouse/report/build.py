@@ -1,4 +1,5 @@
-"""Build the report: run each chart's query, turn its rows into a Vega-Lite spec, write the page."""
+"""Build the report: run the tiles' and the queue table's queries and each chart's, turn the
+chart rows into Vega-Lite specs, write the page."""
 
 from __future__ import annotations
 
@@ -11,26 +12,66 @@ from typing import Any
 import altair as alt
 import duckdb
 
-from warehouse.report.charts import CHARTS, DAILY, HEADLINE_SQL
-from warehouse.report.data import Chart, ChartResult, Headline, Report, Row, query
+from warehouse.report.charts import (
+    CHARTS,
+    DAILY,
+    HEADLINE_SQL,
+    QUEUE_SQL,
+    QUEUE_TOTAL_SQL,
+    TILES,
+)
+from warehouse.report.data import (
+    Chart,
+    ChartResult,
+    Headline,
+    QueueTable,
+    Report,
+    Row,
+    Tile,
+    money,
+    query,
+)
 from warehouse.report.page import render_html
 
 
 def build_report(
-    con: duckdb.DuckDBPyConnection, start: date, end: date, *, now: datetime | None = None
+    con: duckdb.DuckDBPyConnection,
+    start: date,
+    end: date,
+    *,
+    now: datetime | None = None,
+    currency: str | None = None,
 ) -> Report:
-    """Query every chart's view for the UTC days `[start, end)`."""
+    """Query the views for the days `[start, end)` (and the tiles for the period of equal
+    length before it too)."""
+    unit = currency or "account currency"
     charts = []
     for chart in CHARTS:
         rows = chart.reshape(query(con, chart.sql, start, end))
-        spec = _spec(chart, rows) if rows else None
+        if chart.key == "balance" and len(rows) == 1:
+            # One snapshot is a number, not a line.
+            amount = Decimal(rows[0]["amount_exact"])
+            figure = f"{money(amount, currency)} on {rows[0]['snapshot_date']}"
+            charts.append(ChartResult(chart, rows, None, figure))
+            continue
+        spec = _spec(chart, rows, unit) if rows else None
         charts.append(ChartResult(chart, rows, spec))
+    previous = start - (end - start)
+    tiles = [
+        Tile(tile, _one(con, tile.sql, start, end), _one(con, tile.sql, previous, start))
+        for tile in TILES
+    ]
+    queues = QueueTable(query(con, QUEUE_SQL, start, end), None)
+    if queues.rows:
+        queues = QueueTable(queues.rows, query(con, QUEUE_TOTAL_SQL, start, end)[0])
     headline = con.execute(HEADLINE_SQL, {"start": start, "end": end}).fetchone()
     cdrs, cost, met, breached = headline or (0, Decimal(0), 0, 0)
     try:
         source_row = con.execute("SELECT source FROM lake_info").fetchone()
     except duckdb.CatalogException:
         source_row = None
+    settings = con.execute("SELECT timezone, sl_threshold_s FROM kpi_settings").fetchone()
+    timezone, sl_threshold_s = settings or ("UTC", 20)
     return Report(
         start=start,
         end=end,
@@ -38,13 +79,26 @@ def build_report(
         source=str(source_row[0]) if source_row and source_row[0] else None,
         headline=Headline(int(cdrs), Decimal(cost), int(met), int(breached)),
         charts=charts,
+        tiles=tiles,
+        queues=queues,
+        timezone=str(timezone),
+        sl_threshold_s=int(sl_threshold_s),
+        currency=currency,
     )
 
 
-def _spec(chart: Chart, rows: list[Row]) -> dict[str, Any]:
-    drawn = chart.draw(rows)
+def _one(
+    con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date
+) -> float | int | Decimal | None:
+    row = con.execute(sql, {"start": start, "end": end}).fetchone()
+    value: float | int | Decimal | None = row[0] if row else None
+    return value
+
+
+def _spec(chart: Chart, rows: list[Row], unit: str) -> dict[str, Any]:
+    drawn = chart.draw(rows, unit)
     if chart.key in DAILY:
-        drawn = drawn.properties(width=720, height=300)
+        drawn = drawn.properties(width=720, height=240)
     drawn = drawn.properties(
         title=alt.TitleParams(chart.title, subtitle=f"source: {chart.view}", anchor="start")
     )
@@ -54,7 +108,13 @@ def _spec(chart: Chart, rows: list[Row]) -> dict[str, Any]:
 
 
 def write_report(
-    data_dir: Path, start: date, end: date, out: Path, *, now: datetime | None = None
+    data_dir: Path,
+    start: date,
+    end: date,
+    out: Path,
+    *,
+    now: datetime | None = None,
+    currency: str | None = None,
 ) -> Report:
     """Build the report from `data_dir/warehouse.duckdb` (read-only) and write it to `out`
     atomically (a reader never sees half a file)."""
@@ -62,7 +122,7 @@ def write_report(
 
     con = connect(data_dir, read_only=True)
     try:
-        report = build_report(con, start, end, now=now)
+        report = build_report(con, start, end, now=now, currency=currency)
     finally:
         con.close()
     out = Path(out)

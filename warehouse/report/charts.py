@@ -1,59 +1,148 @@
-"""The report's charts, in page order: each one's query over a `rpt_*` view, the reshape of its
-rows into what it draws, and its drawing (`drawings.py`). `HEADLINE_SQL` gives the numbers above
-the charts.
+"""The report's numbers, in page order: the headline tiles (`TILES`), the per-queue table
+(`QUEUE_SQL`, `QUEUE_TOTAL_SQL`) and the charts (`CHARTS`): each one's query over a `rpt_*`
+view, the reshape of its rows into what it draws, and its drawing (`drawings.py`).
 
 The queries read only the reporting views (the warehouse's public contract, docs/warehouse.md)
-for the UTC days `[$start, $end)`.
+for the days `[$start, $end)`: business days (`local_date`, CDRHOUSE_TIMEZONE) in the KPI
+views, UTC days (`date`) in the older ones. Every percentage and average is computed from the
+summed counts and seconds of the period, never averaged (docs/metrics.md).
 """
 
 from __future__ import annotations
 
 from warehouse.report import drawings
-from warehouse.report.data import Chart, Row
+from warehouse.report.data import Chart, Row, TileDef
 
 TOP_AGENTS = 10
 SLA_KINDS = ("first_response", "resolution", "avg_reply")
 # The charts with a day axis: drawn wide, one column per day.
 DAILY = frozenset({"volume", "cost", "sla", "sms", "balance"})
 
+_IN_RANGE = "date >= $start AND date < $end"
+_LOCAL = "local_date >= $start AND local_date < $end"
+# The queue measures of docs/metrics.md, from the sums of whatever rows are grouped.
+_QUEUE_MEASURES = (
+    "sum(offered) AS offered, sum(answered) AS answered, "
+    "sum(answered_within_sl) AS answered_within_sl, sum(abandoned) AS abandoned, "
+    "sum(short_abandoned) AS short_abandoned, sum(blocked) AS blocked, "
+    "100.0 * sum(answered_within_sl) / nullif(sum(answered) + sum(abandoned), 0) "
+    "AS service_level_pct, "
+    "100.0 * sum(abandoned) / nullif(sum(answered) + sum(abandoned), 0) AS abandon_rate_pct, "
+    "sum(answered_queue_s) / nullif(sum(answered), 0) AS asa_s, "
+    "sum(handle_s) / nullif(sum(answered), 0) AS aht_s"
+)
+
+AHT_NOTE = "talk + hold; the API gives no after-call work, so none is in it"
+
+TILES: tuple[TileDef, ...] = (
+    TileDef(
+        "offered",
+        "Offered calls",
+        "rpt_queue_kpis",
+        f"SELECT sum(offered) FROM rpt_queue_kpis WHERE {_LOCAL}",
+        "count",
+        "inbound calls routed to a queue",
+    ),
+    TileDef(
+        "service_level",
+        "Service level",
+        "rpt_queue_kpis",
+        "SELECT 100.0 * sum(answered_within_sl) / nullif(sum(answered) + sum(abandoned), 0) "
+        f"FROM rpt_queue_kpis WHERE {_LOCAL}",
+        "pct",
+        "answered within {sl} s / (answered + abandoned)",
+    ),
+    TileDef(
+        "asa",
+        "ASA",
+        "rpt_queue_kpis",
+        f"SELECT sum(answered_queue_s) / nullif(sum(answered), 0) FROM rpt_queue_kpis "
+        f"WHERE {_LOCAL}",
+        "seconds",
+        "average speed of answer (queue wait of answered calls)",
+    ),
+    TileDef(
+        "abandon",
+        "Abandon rate",
+        "rpt_queue_kpis",
+        "SELECT 100.0 * sum(abandoned) / nullif(sum(answered) + sum(abandoned), 0) "
+        f"FROM rpt_queue_kpis WHERE {_LOCAL}",
+        "pct",
+        "abandoned / (answered + abandoned); short abandons excluded",
+    ),
+    TileDef(
+        "aht",
+        "AHT",
+        "rpt_queue_kpis",
+        f"SELECT sum(handle_s) / nullif(sum(answered), 0) FROM rpt_queue_kpis WHERE {_LOCAL}",
+        "seconds",
+        AHT_NOTE,
+    ),
+    TileDef(
+        "conversation_sla",
+        "Conversation SLA",
+        "rpt_conversation_sla",
+        "SELECT 100.0 * sum(met) / nullif(sum(met) + sum(breached), 0) "
+        f"FROM rpt_conversation_sla WHERE {_LOCAL}",
+        "pct",
+        "SLAs met / evaluated, every channel, with or without a queue",
+    ),
+    TileDef(
+        "cost",
+        "Cost",
+        "rpt_cost_daily",
+        f"SELECT sum(cost) FROM rpt_cost_daily WHERE {_IN_RANGE}",
+        "money",
+        "every CDR type, UTC days",
+    ),
+)
+
+QUEUE_SQL = (
+    "SELECT queue_id, coalesce(any_value(queue_name), 'queue ' || queue_id) AS queue, "
+    f"{_QUEUE_MEASURES} FROM rpt_queue_kpis WHERE {_LOCAL} "
+    "GROUP BY queue_id ORDER BY offered DESC, queue_id"
+)
+QUEUE_TOTAL_SQL = f"SELECT {_QUEUE_MEASURES} FROM rpt_queue_kpis WHERE {_LOCAL}"
+
 
 def _sla_rows(rows: list[Row]) -> list[Row]:
-    """One row per (day, SLA kind, met|breached) from the per-day sums."""
+    """One row per (day, SLA kind, met|breached) with conversations."""
     return [
-        {"date": r["date"], "sla": kind.replace("_", " "), "status": status, "conversations": n}
+        {
+            "date": r["date"],
+            "sla": (kind := str(r["sla_kind"]).replace("_", " ")),
+            "status": status,
+            "series": f"{kind}: {status}",
+            "conversations": n,
+            "evaluated": int(r["met"]) + int(r["breached"]),
+        }
         for r in rows
-        for kind in SLA_KINDS
         for status in ("met", "breached")
-        if (n := int(r[f"{kind}_{status}"] or 0))
-    ]
-
-
-def _queue_rows(rows: list[Row]) -> list[Row]:
-    return [
-        {**r, "outcome": outcome, "calls": r[f"calls_{outcome}"]}
-        for r in rows
-        for outcome in ("answered", "unanswered")
+        if (n := int(r[status] or 0))
     ]
 
 
 def _agent_rows(rows: list[Row]) -> list[Row]:
-    """The top and bottom agents by handled CDRs (all of them when there are few)."""
+    """The top and bottom agents by handled contacts (all of them when there are few), one
+    row per agent and contact kind (calls, conversations)."""
     ranked = sorted(rows, key=lambda r: (-int(r["handled"]), str(r["agent"])))
-    if len(ranked) <= 2 * TOP_AGENTS:
-        chosen = [
-            (r, "top" if i < (len(ranked) + 1) // 2 else "bottom") for i, r in enumerate(ranked)
-        ]
-    else:
-        chosen = [(r, "top") for r in ranked[:TOP_AGENTS]]
-        chosen += [(r, "bottom") for r in ranked[-TOP_AGENTS:]]
-    return [{**r, "group": f"{group} {TOP_AGENTS}"} for r, group in chosen]
+    if len(ranked) > 2 * TOP_AGENTS:
+        ranked = ranked[:TOP_AGENTS] + ranked[-TOP_AGENTS:]
+    out: list[Row] = []
+    for rank, r in enumerate(ranked, 1):
+        for kind, n, talk in (
+            ("calls", r["calls_handled"], r["call_talk_h"]),
+            ("conversations", r["conversations_handled"], r["conversation_talk_h"]),
+        ):
+            out.append({**r, "rank": rank, "kind": kind, "contacts": n, "kind_talk_h": talk})
+    return out
 
 
-def _campaign_rows(rows: list[Row]) -> list[Row]:
+def _outbound_rows(rows: list[Row]) -> list[Row]:
     out: list[Row] = []
     for r in rows:
-        unanswered = int(r["attempts"]) - int(r["answered"])
-        for outcome, n in (("answered", r["answered"]), ("not answered", unanswered)):
+        missed = int(r["attempts"]) - int(r["connects"])
+        for outcome, n in (("connected", r["connects"]), ("not connected", missed)):
             out.append({**r, "outcome": outcome, "calls": n})
     return out
 
@@ -66,9 +155,35 @@ def _sms_rows(rows: list[Row]) -> list[Row]:
     ]
 
 
-_IN_RANGE = "date >= $start AND date < $end"
-
 CHARTS: tuple[Chart, ...] = (
+    Chart(
+        "heatmap",
+        "When calls come in and how they are served: weekday x hour (local time)",
+        "rpt_interval_kpis",
+        "SELECT isodow(interval_start_local) AS weekday_no, "
+        "dayname(interval_start_local) AS weekday, hour(interval_start_local) AS hour, "
+        "sum(offered) AS offered, sum(answered) AS answered, "
+        "sum(answered_within_sl) AS answered_within_sl, sum(abandoned) AS abandoned, "
+        "100.0 * sum(answered_within_sl) / nullif(sum(answered) + sum(abandoned), 0) "
+        f"AS service_level_pct FROM rpt_interval_kpis WHERE {_LOCAL} "
+        "GROUP BY ALL ORDER BY weekday_no, hour",
+        "No inbound queue calls in this range.",
+        drawings.heatmap,
+        note="Every local day of the period, summed per weekday and hour; the service level "
+        "of an hour with few calls swings widely: hover a cell for its counts.",
+    ),
+    Chart(
+        "sla",
+        "Conversation SLAs met and breached per day, by SLA kind (with or without a queue)",
+        "rpt_conversation_sla",
+        "SELECT local_date AS date, sla_kind, sum(met) AS met, sum(breached) AS breached "
+        f"FROM rpt_conversation_sla WHERE {_LOCAL} GROUP BY ALL ORDER BY date, sla_kind",
+        "No conversation with an SLA in this range.",
+        drawings.sla,
+        _sla_rows,
+        note="One bar per SLA kind and day: met (dark) under breached (light). Conversations "
+        "without that SLA are in neither.",
+    ),
     Chart(
         "volume",
         "Daily CDR volume by type",
@@ -79,6 +194,40 @@ CHARTS: tuple[Chart, ...] = (
         drawings.volume,
     ),
     Chart(
+        "outbound",
+        "Outbound calls by campaign: connects and connect rate",
+        "rpt_outbound_kpis",
+        "SELECT campaign_id, coalesce(any_value(campaign_name), CASE WHEN campaign_id IS NULL "
+        "THEN '(no campaign)' ELSE 'campaign ' || campaign_id END) AS campaign, "
+        "sum(attempts) AS attempts, sum(connects) AS connects, "
+        "100.0 * sum(connects) / nullif(sum(attempts), 0) AS connect_rate_pct, "
+        "sum(talk_s) / 3600 AS talk_h "
+        f"FROM rpt_outbound_kpis WHERE {_LOCAL} GROUP BY campaign_id "
+        "ORDER BY attempts DESC, campaign_id NULLS LAST",
+        "No outbound calls in this range.",
+        drawings.outbound,
+        _outbound_rows,
+    ),
+    Chart(
+        "agents",
+        f"Agents: top and bottom {TOP_AGENTS} by handled contacts (calls + conversations)",
+        "rpt_agent_kpis",
+        "SELECT user_id, coalesce(any_value(user_name), user_id) AS agent, "
+        "sum(calls_handled + conversations_handled) AS handled, "
+        "sum(calls_handled) AS calls_handled, "
+        "sum(conversations_handled) AS conversations_handled, "
+        "sum(call_talk_s + conversation_talk_s) / 3600 AS talk_h, "
+        "sum(call_talk_s) / 3600 AS call_talk_h, "
+        "sum(conversation_talk_s) / 3600 AS conversation_talk_h, "
+        "sum(call_talk_s + call_hold_s) / nullif(sum(calls_handled), 0) AS aht_s "
+        f"FROM rpt_agent_kpis WHERE {_LOCAL} GROUP BY user_id ORDER BY handled DESC, agent",
+        "No agent handled a call or conversation in this range.",
+        drawings.agents,
+        _agent_rows,
+        note="Handled calls are answered calls with the agent; every conversation with the "
+        "agent counts. Call AHT per agent is in the tooltip (no after-call work in the API).",
+    ),
+    Chart(
         "cost",
         "Cost per day by CDR type",
         "rpt_cost_daily",
@@ -86,61 +235,6 @@ CHARTS: tuple[Chart, ...] = (
         f"WHERE {_IN_RANGE} GROUP BY date, type ORDER BY date, type",
         "No costed CDRs in this range.",
         drawings.cost,
-    ),
-    Chart(
-        "sla",
-        "Conversation SLAs met and breached per day (conversations routed to a queue)",
-        "rpt_queue_service",
-        "SELECT date, "
-        + ", ".join(f"sum({k}_{s}) AS {k}_{s}" for k in SLA_KINDS for s in ("met", "breached"))
-        + f" FROM rpt_queue_service WHERE {_IN_RANGE} GROUP BY date ORDER BY date",
-        "No conversation with an SLA in this range.",
-        drawings.sla,
-        _sla_rows,
-    ),
-    Chart(
-        "queues",
-        "Queue service: calls answered and unanswered, average queue wait",
-        "rpt_queue_service",
-        "SELECT queue_id, coalesce(any_value(current_name), any_value(name_snapshot), "
-        "'queue ' || queue_id) AS queue, sum(calls_offered) AS calls_offered, "
-        "sum(calls_answered) AS calls_answered, sum(calls_unanswered) AS calls_unanswered, "
-        "round(100.0 * sum(calls_unanswered) / nullif(sum(calls_offered), 0), 2) "
-        "AS unanswered_pct, "
-        "round(sum(avg_queue_wait_s * calls_offered) / nullif(sum(calls_offered) "
-        "FILTER (WHERE avg_queue_wait_s IS NOT NULL), 0), 1) AS avg_wait_s "
-        f"FROM rpt_queue_service WHERE {_IN_RANGE} AND calls_offered > 0 "
-        "GROUP BY queue_id ORDER BY calls_offered DESC, queue_id",
-        "No calls routed to a queue in this range.",
-        drawings.queues,
-        _queue_rows,
-    ),
-    Chart(
-        "agents",
-        f"Agent performance: top and bottom {TOP_AGENTS} agents by handled CDRs",
-        "rpt_agent_performance",
-        "SELECT user_id, coalesce(any_value(current_name), arg_max(name_snapshot, date), "
-        "user_id) AS agent, sum(calls_handled + conversations_handled) AS handled, "
-        "sum(calls_handled) AS calls_handled, "
-        "sum(conversations_handled) AS conversations_handled, "
-        "round(sum(talk_s) / 3600, 2) AS talk_h, round(sum(hold_s) / 3600, 2) AS hold_h "
-        f"FROM rpt_agent_performance WHERE {_IN_RANGE} GROUP BY user_id ORDER BY handled DESC",
-        "No agent handled a call or conversation in this range.",
-        drawings.agents,
-        _agent_rows,
-    ),
-    Chart(
-        "campaigns",
-        "Campaign outcomes: answered and unanswered campaign calls",
-        "rpt_campaign_outcomes",
-        "SELECT campaign_id, coalesce(arg_max(name_snapshot, date), 'campaign ' || campaign_id) "
-        "AS campaign, sum(attempts) AS attempts, sum(answered) AS answered, "
-        "round(100.0 * sum(answered) / sum(attempts), 2) AS answer_rate_pct, sum(cost) AS cost "
-        f"FROM rpt_campaign_outcomes WHERE {_IN_RANGE} GROUP BY campaign_id "
-        "ORDER BY attempts DESC, campaign_id",
-        "No campaign calls in this range.",
-        drawings.campaigns,
-        _campaign_rows,
     ),
     Chart(
         "sms",
@@ -154,7 +248,7 @@ CHARTS: tuple[Chart, ...] = (
     ),
     Chart(
         "balance",
-        "Account balance over time (snapshots from the first day to the morning after the last)",
+        "Account balance (snapshots from the first day to the morning after the last)",
         "rpt_balance",
         "SELECT snapshot_date, snapshot_at, amount, change FROM rpt_balance "
         "WHERE snapshot_date >= $start AND snapshot_date <= $end ORDER BY snapshot_date",
@@ -163,11 +257,11 @@ CHARTS: tuple[Chart, ...] = (
     ),
 )
 
+# The numbers the CLI prints and the Dagster asset records (floats, plotted over runs).
 HEADLINE_SQL = (
     f"SELECT (SELECT coalesce(sum(cdrs), 0) FROM rpt_daily_volume WHERE {_IN_RANGE}) AS cdrs, "
     f"(SELECT coalesce(sum(cost), 0) FROM rpt_cost_daily WHERE {_IN_RANGE}) AS cost, "
-    "(SELECT coalesce(sum(first_response_met + resolution_met + avg_reply_met), 0) "
-    f"FROM rpt_queue_service WHERE {_IN_RANGE}) AS sla_met, "
-    "(SELECT coalesce(sum(first_response_breached + resolution_breached + avg_reply_breached), 0)"
-    f" FROM rpt_queue_service WHERE {_IN_RANGE}) AS sla_breached"
+    f"(SELECT coalesce(sum(met), 0) FROM rpt_conversation_sla WHERE {_LOCAL}) AS sla_met, "
+    f"(SELECT coalesce(sum(breached), 0) FROM rpt_conversation_sla WHERE {_LOCAL}) "
+    "AS sla_breached"
 )

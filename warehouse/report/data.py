@@ -30,15 +30,36 @@ class Chart:
     view: str
     sql: str  # `$start` and `$end` are the range's first day and the day after its last
     empty: str  # the sentence shown instead of a chart when the query finds no rows
-    draw: Callable[[list[Row]], Drawing]
+    draw: Callable[[list[Row], str], Drawing]  # rows, money unit
     reshape: Callable[[list[Row]], list[Row]] = field(default=lambda rows: rows)
+    note: str = ""  # how to read it, under the chart
 
 
 @dataclass(frozen=True)
 class ChartResult:
     chart: Chart
     rows: list[Row]  # what the chart draws (after reshape), JSON-ready
-    spec: dict[str, Any] | None  # None when there are no rows
+    spec: dict[str, Any] | None  # None when there are no rows, or `figure` says it all
+    figure: str | None = None  # one number instead of a chart (a single balance snapshot)
+
+
+@dataclass(frozen=True)
+class TileDef:
+    """One headline number: one value from `sql` over `[$start, $end)` (NULL: no data)."""
+
+    key: str
+    label: str
+    view: str
+    sql: str
+    kind: str  # count, pct, seconds or money: how it is written
+    note: str = ""  # a footnote under the number (and its tooltip)
+
+
+@dataclass(frozen=True)
+class Tile:
+    tile: TileDef
+    value: float | int | Decimal | None  # the report's period
+    previous: float | int | Decimal | None  # the period of equal length just before it
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,14 @@ class Headline:
 
 
 @dataclass(frozen=True)
+class QueueTable:
+    """`rpt_queue_kpis` summed per queue over the period, and the total of every queue."""
+
+    rows: list[Row]
+    total: Row | None
+
+
+@dataclass(frozen=True)
 class Report:
     start: date
     end: date  # exclusive
@@ -63,6 +92,15 @@ class Report:
     source: str | None
     headline: Headline
     charts: list[ChartResult]
+    tiles: list[Tile] = field(default_factory=list)
+    queues: QueueTable = field(default_factory=lambda: QueueTable([], None))
+    timezone: str = "UTC"  # the business day's zone (kpi_settings) of every local day
+    sl_threshold_s: int = 20
+    currency: str | None = None  # CDRHOUSE_CURRENCY: the sign written before money
+
+    @property
+    def previous_start(self) -> date:
+        return self.start - (self.end - self.start)
 
     @property
     def empty(self) -> bool:
@@ -98,3 +136,31 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date) -> l
     cursor = con.execute(sql, {"start": start, "end": end})
     names = [d[0] for d in cursor.description or []]
     return [_row(names, values) for values in cursor.fetchall()]
+
+
+def money(value: Decimal, currency: str | None) -> str:
+    """`EUR 12,345.68`: thousands separators, 2 decimals (rounded half-even from the exact
+    Decimal, never through a float); no sign when no currency is set."""
+    text = format(value, ",.2f")
+    return f"{currency} {text}" if currency else text
+
+
+def duration(seconds: float) -> str:
+    """`8.4 s` under a minute, `4:05 min` (minutes:seconds) from one minute on."""
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    return f"{whole // 60}:{whole % 60:02d} min"
+
+
+def written(kind: str, value: float | int | Decimal | None, currency: str | None) -> str:
+    """A tile's number as the page shows it; `—` when its period has no data."""
+    if value is None:
+        return "—"
+    if kind == "money":
+        return money(Decimal(value), currency)
+    if kind == "pct":
+        return f"{float(value):.1f} %"
+    if kind == "seconds":
+        return duration(float(value))
+    return f"{int(value):,}"

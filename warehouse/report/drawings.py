@@ -1,8 +1,9 @@
 """How each chart of the report is drawn: an altair (Vega-Lite) chart over the rows it is given.
 
 Most charts are bars of one count stacked by a category (`stacked_bars`): one column per day,
-or one horizontal bar per name (queues, campaigns). Every chart carries its rows inline, so the
-page needs no data but its own.
+or one horizontal bar per name (campaigns, agents); the weekday x hour view is a heatmap. Every
+chart carries its rows inline, so the page needs no data but its own. Each drawing gets its
+rows and the money unit (`CDRHOUSE_CURRENCY`, else "account currency") for its axis titles.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import altair as alt
 from warehouse.report.data import Drawing, Row
 
 DAY = alt.X("date:O", title="day (UTC)", axis=alt.Axis(labelAngle=-45))
+LOCAL_DAY = alt.X("date:O", title="day (local)", axis=alt.Axis(labelAngle=-45))
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
 def _data(rows: list[Row]) -> Drawing:
@@ -59,109 +62,156 @@ def stacked_bars(
     return chart.mark_bar().encode(**axes, color=color, tooltip=tooltip, **more)
 
 
-def volume(rows: list[Row]) -> Drawing:
+def volume(rows: list[Row], _money: str) -> Drawing:
     tips = _tips(("date:O", "day"), ("type:N", "type"), ("cdrs:Q", "CDRs"))
     return stacked_bars(rows, DAY, "cdrs:Q", "CDRs (count)", _split("type:N", "CDR type"), tips)
 
 
-def cost(rows: list[Row]) -> Drawing:
+def cost(rows: list[Row], money: str) -> Drawing:
     tips = _tips(
         ("date:O", "day"), ("type:N", "type"), ("cost_exact:N", "cost (exact)"), ("cdrs:Q", "CDRs")
     )
     by_type = _split("type:N", "CDR type")
-    return stacked_bars(rows, DAY, "cost:Q", "cost (account currency)", by_type, tips)
+    return stacked_bars(rows, DAY, "cost:Q", f"cost ({money})", by_type, tips)
 
 
-def sla(rows: list[Row]) -> Drawing:
-    status = _split("status:N", "SLA status", {"met": "#4c9a2a", "breached": "#d1495b"})
+def heatmap(rows: list[Row], _money: str) -> Drawing:
+    """Two grids of the same cells: offered calls, and the service level of the calls."""
+    weekday = alt.Y("weekday:O", title="weekday (local)", sort=WEEKDAYS)
+    hour = alt.X("hour:O", title="hour of day (local time)", axis=alt.Axis(labelAngle=0))
+    tips = _tips(
+        ("weekday:O", "weekday"),
+        ("hour:O", "hour"),
+        ("offered:Q", "offered calls"),
+        ("answered:Q", "answered"),
+        ("abandoned:Q", "abandoned"),
+        ("service_level_pct:Q", "service level (%)", ".1f"),
+    )
+    offered = (
+        alt.Chart()
+        .mark_rect()
+        .encode(
+            x=hour,
+            y=weekday,
+            color=alt.Color(
+                "offered:Q",
+                title="offered calls (count)",
+                scale=alt.Scale(scheme="blues"),
+                legend=alt.Legend(orient="bottom", gradientLength=200),
+            ),
+            tooltip=tips,
+        )
+        .properties(width=420, height=190, title="offered calls")
+    )
+    served = (
+        alt.Chart()
+        .transform_filter("isValid(datum.service_level_pct)")
+        .mark_rect()
+        .encode(
+            x=hour,
+            y=weekday.axis(None),
+            color=alt.Color(
+                "service_level_pct:Q",
+                title="service level (%)",
+                scale=alt.Scale(scheme="redyellowgreen", domain=[0, 100]),
+                legend=alt.Legend(orient="bottom", gradientLength=200),
+            ),
+            tooltip=tips,
+        )
+        .properties(width=420, height=190, title="service level")
+    )
+    return alt.hconcat(offered, served, data=_data(rows)).resolve_scale(color="independent")
+
+
+# Each SLA kind in its own hue, met dark and breached light: the legend names every bar.
+SLA_SERIES = {
+    "first response: met": "#2f6f9f",
+    "first response: breached": "#a6cbe8",
+    "resolution: met": "#3d8b37",
+    "resolution: breached": "#b5dfa9",
+    "avg reply: met": "#c0661e",
+    "avg reply: breached": "#f7c28f",
+}
+
+
+def sla(rows: list[Row], _money: str) -> Drawing:
+    series = alt.Color(
+        "series:N",
+        title="SLA kind: status",
+        scale=alt.Scale(domain=list(SLA_SERIES), range=list(SLA_SERIES.values())),
+        legend=alt.Legend(orient="right", symbolType="square"),
+    )
     tips = _tips(
         ("date:O", "day"),
         ("sla:N", "SLA"),
         ("status:N", "status"),
         ("conversations:Q", "conversations"),
+        ("evaluated:Q", "evaluated (met + breached)"),
     )
     return stacked_bars(
         rows,
-        DAY,
+        LOCAL_DAY,
         "conversations:Q",
         "conversations (count)",
-        status,
+        series,
         tips,
-        xOffset=alt.XOffset("sla:N", title="SLA"),
+        xOffset=alt.XOffset("sla:N", title="SLA", sort=["first response", "resolution"]),
+        order=alt.Order("status:N", sort="descending"),
     )
 
 
-def queues(rows: list[Row]) -> Drawing:
-    outcome = _split("outcome:N", "outcome", {"answered": "#4c78a8", "unanswered": "#e45756"})
-    tips = _tips(
-        ("queue:N", "queue"),
-        ("outcome:N", "outcome"),
-        ("calls:Q", "calls"),
-        ("unanswered_pct:Q", "unanswered (%)", ".2f"),
-    )
-    queue = alt.Y("queue:N", title="queue", sort="-x")
-    calls = stacked_bars(None, queue, "calls:Q", "calls (count)", outcome, tips)
-    wait = (
-        alt.Chart()
-        .transform_filter("datum.outcome == 'answered'")
-        .mark_bar(color="#f58518")
-        .encode(
-            y=alt.Y("queue:N", title=None, sort=alt.EncodingSortField("calls_offered", "max")),
-            x=alt.X("avg_wait_s:Q", title="average queue wait (seconds)"),
-            tooltip=[_tip("queue:N", "queue"), _tip("avg_wait_s:Q", "avg wait (s)", ".1f")],
-        )
-        .properties(width=260)
-    )
-    return alt.hconcat(calls.properties(width=380), wait, data=_data(rows))
-
-
-def agents(rows: list[Row]) -> Drawing:
-    agent = alt.Y(
-        "agent:N", title="agent", sort=alt.EncodingSortField("handled", "max", "descending")
-    )
-    color = alt.Color("group:N", title="agents")
-    tips = _tips(
-        ("agent:N", "agent"),
-        ("handled:Q", "handled CDRs"),
-        ("talk_h:Q", "talk (h)", ".2f"),
-        ("hold_h:Q", "hold (h)", ".2f"),
-    )
-
-    def panel(field_: str, title: str, *, first: bool) -> Drawing:
-        return (
-            alt.Chart()
-            .mark_bar()
-            .encode(
-                y=agent if first else agent.axis(None),
-                x=alt.X(f"{field_}:Q", title=title),
-                color=color,
-                tooltip=tips,
-            )
-            .properties(width=200)
-        )
-
-    return alt.hconcat(
-        panel("handled", "handled CDRs (calls + conversations)", first=True),
-        panel("talk_h", "talk time (hours)", first=False),
-        panel("hold_h", "hold time (hours)", first=False),
-        data=_data(rows),
-    )
-
-
-def campaigns(rows: list[Row]) -> Drawing:
-    outcome = _split("outcome:N", "outcome", {"answered": "#54a24b", "not answered": "#bab0ac"})
+def outbound(rows: list[Row], _money: str) -> Drawing:
+    outcome = _split("outcome:N", "outcome", {"connected": "#54a24b", "not connected": "#bab0ac"})
     tips = _tips(
         ("campaign:N", "campaign"),
-        ("outcome:N", "outcome"),
-        ("calls:Q", "calls"),
-        ("answer_rate_pct:Q", "answer rate (%)", ".2f"),
-        ("cost_exact:N", "cost (exact)"),
+        ("attempts:Q", "attempts"),
+        ("connects:Q", "connects"),
+        ("connect_rate_pct:Q", "connect rate (%)", ".1f"),
+        ("talk_h:Q", "talk (h)", ".2f"),
     )
-    campaign = alt.Y("campaign:N", title="campaign", sort="-x")
-    return stacked_bars(rows, campaign, "calls:Q", "campaign calls (count)", outcome, tips)
+    campaign = alt.Y(
+        "campaign:N", title="campaign", sort=alt.EncodingSortField("attempts", "max", "descending")
+    )
+    calls = stacked_bars(None, campaign, "calls:Q", "outbound calls (count)", outcome, tips)
+    base = (
+        alt.Chart()
+        .transform_filter("datum.outcome == 'connected'")
+        .encode(
+            y=campaign.axis(None),
+            x=alt.X(
+                "connect_rate_pct:Q", title="connect rate (%)", scale=alt.Scale(domain=[0, 100])
+            ),
+            tooltip=tips,
+        )
+    )
+    # The rate written at the end of each bar (a text mark: not a bar to count).
+    labels = base.mark_text(align="left", dx=3, fontSize=11).encode(
+        text=alt.Text("connect_rate_pct:Q", format=".1f")
+    )
+    rate = (base.mark_bar(color="#54a24b") + labels).properties(width=260)
+    return alt.hconcat(calls.properties(width=380), rate, data=_data(rows))
 
 
-def sms(rows: list[Row]) -> Drawing:
+def agents(rows: list[Row], _money: str) -> Drawing:
+    agent = alt.Y("agent:N", title="agent", sort=alt.EncodingSortField("rank", "min", "ascending"))
+    kind = _split("kind:N", "contact", {"calls": "#4c78a8", "conversations": "#72b7b2"})
+    tips = _tips(
+        ("rank:Q", "rank"),
+        ("agent:N", "agent"),
+        ("handled:Q", "handled contacts"),
+        ("calls_handled:Q", "calls"),
+        ("conversations_handled:Q", "conversations"),
+        ("talk_h:Q", "talk (h)", ".2f"),
+        ("aht_s:Q", "call AHT (s, no after-call work)", ".1f"),
+    )
+    handled = stacked_bars(
+        None, agent, "contacts:Q", "handled contacts (calls + conversations)", kind, tips
+    )
+    talk = stacked_bars(None, agent.axis(None), "kind_talk_h:Q", "talk time (hours)", kind, tips)
+    return alt.hconcat(handled.properties(width=320), talk.properties(width=320), data=_data(rows))
+
+
+def sms(rows: list[Row], _money: str) -> Drawing:
     delivery = _split("status:N", "delivery", {"sent": "#4c78a8", "failed": "#e45756"})
     tips = _tips(
         ("date:O", "day"),
@@ -175,13 +225,13 @@ def sms(rows: list[Row]) -> Drawing:
     return stacked_bars(rows, DAY, "messages:Q", "SMS (count)", delivery, tips)
 
 
-def balance(rows: list[Row]) -> Drawing:
+def balance(rows: list[Row], money: str) -> Drawing:
     return (
         alt.Chart(_data(rows))
         .mark_line(point=True)
         .encode(
             x=alt.X("snapshot_date:O", title="snapshot day (UTC)", axis=alt.Axis(labelAngle=-45)),
-            y=alt.Y("amount:Q", title="balance (account currency)", scale=alt.Scale(zero=False)),
+            y=alt.Y("amount:Q", title=f"balance ({money})", scale=alt.Scale(zero=False)),
             tooltip=[
                 _tip("snapshot_at:N", "read at (UTC)"),
                 _tip("amount_exact:N", "balance (exact)"),
