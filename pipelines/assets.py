@@ -26,7 +26,13 @@ from connectors.contact_center.errors import (
 )
 from models.tables import TABLES
 from models.timestamps import iso_ms
-from pipelines.cdr_day import NORMALIZED_TABLES, PREVIEW_ROWS, land_day, renormalize_day
+from pipelines.cdr_day import (
+    NORMALIZED_TABLES,
+    PREVIEW_ROWS,
+    NoRawPartition,
+    land_day,
+    renormalize_day,
+)
 from pipelines.checks import (
     RAW_CDRS,
     blocking_problems,
@@ -245,7 +251,10 @@ def build_cdr_assets(
                 raise config_failure(str(exc), "LakeSourceConflict") from None
             api_total: int | None = stats.api_total
         else:
-            stats, checks = renormalize_day(lake, partition, tables)
+            try:
+                stats, checks = renormalize_day(lake, partition, tables)
+            except NoRawPartition as exc:
+                raise config_failure(str(exc), "NoRawPartition") from None
             api_total = None
         seconds = time.perf_counter() - begun
         whole = checks.whole(stats.rows, api_total)

@@ -70,6 +70,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+class NoRawPartition(Exception):
+    """The typed tables were asked for from the lake, and the day has no published `raw_cdrs`
+    (never landed, or rejected): normalizing nothing would publish an empty day."""
+
+
 class Withheld(Exception):
     """The day failed a blocking check: raised inside the writers, it aborts them, so nothing
     of the day is published (`raw_cdrs` goes to the rejected area)."""
@@ -289,6 +294,12 @@ def renormalize_day(
     by the same rule as `land_day`: only when every blocking check but the API's row count
     passes; otherwise every typed partition of the day stays as it was."""
     key = f"date={partition}"
+    if not lake.exists(RAW_CDRS, key):
+        raise NoRawPartition(
+            f"day {partition} has no published raw_cdrs partition to normalize again (it never "
+            "landed, or its last fetch was rejected): materialize raw_cdrs for the day, which "
+            "fetches it from the API; nothing of the day was changed"
+        )
     # The typed tables come from the raw partition, so they carry its source.
     source = lake.partition_source(RAW_CDRS, key)
     stats = DayStats()

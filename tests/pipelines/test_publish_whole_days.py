@@ -294,3 +294,28 @@ def test_renormalizing_a_day_whose_raw_records_repeat_ids_publishes_nothing(
     assert "cdrs_ids_unique: 3 duplicate ids" in (user.description or "")
     assert _published(tmp_path, day) == before
     assert _answers(tmp_path, day) == answers
+
+
+def test_normalizing_a_day_without_a_published_raw_partition_publishes_nothing(
+    api: Api, tmp_path: Path
+) -> None:
+    """A rejected (or never landed) day has no `raw_cdrs` partition: the typed tables asked for
+    alone must fail saying so, not publish an empty day that every check would call whole."""
+    day = api.day
+    defs = api.served.defs(tmp_path)
+    job = defs.resolve_job_def(CDR_JOB)
+    typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(
+            partition_key=day.isoformat(),
+            instance=instance,
+            asset_selection=typed,
+            raise_on_error=False,
+        )
+    assert not result.success
+    assert result.get_asset_materialization_events() == []
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    user = failure.step_failure_data.user_failure_data
+    assert user is not None
+    assert "no published raw_cdrs partition" in (user.description or "")
+    assert _published(tmp_path, day) == {}
