@@ -133,10 +133,12 @@ KPI_VARIABLES = frozenset(
 )
 
 
-def _kpi_settings(env: Mapping[str, str]) -> KpiSettings:
-    """The KPI variables, checked like `ingest` checks them: one line, exit 2."""
+def _kpi_settings(env: Mapping[str, str]) -> KpiSettings | None:
+    """The KPI variables, checked like `ingest` checks them: one line, exit 2. None when none
+    is set (an empty value counts as unset): the views keep the settings they were built with,
+    so an analyst's shell without them never resets the business day the pipeline set."""
     if not any(env.get(name) for name in KPI_VARIABLES):
-        return KpiSettings()  # none set (an empty value counts as unset): the defaults
+        return None
     from pipelines.kpi_settings import SettingsError, kpi_from_env
 
     try:
@@ -155,24 +157,41 @@ def _report_currency(env: Mapping[str, str]) -> str | None:
         raise CliError(str(exc)) from None
 
 
-def _views_follow_kpi_settings(data_dir: Path, lake_uri: str | None, kpi: KpiSettings) -> None:
+def _views_follow_kpi_settings(
+    data_dir: Path, lake_uri: str | None, kpi: KpiSettings | None
+) -> KpiSettings:
     """`sql`, `report` and `lake` read views built with the KPI settings configured now: a
-    warehouse built with others (another CDRHOUSE_TIMEZONE, say) is rebuilt first, and a
-    missing one is built with them when the lake has data. One small read when they agree."""
-    # `warehouse.viewsql.WAREHOUSE_FILE`, spelled here: importing it would load polars.
+    warehouse built with others (another CDRHOUSE_TIMEZONE, say) is rebuilt first, over the lake
+    it was built over, and a missing one is built when the lake has data. No KPI variable set
+    (`kpi` None) keeps the file's settings. One small read when they agree. Returns the
+    settings the views answer with."""
     exists = (data_dir / "warehouse.duckdb").exists()
     if not exists and lake_uri is None and not (data_dir / "lake").is_dir():
-        return  # no views, no lake: nothing to build (and a usage error stays light)
-    from warehouse.analyst import built_kpi_settings
+        return kpi or KpiSettings()  # no views, no lake: nothing to build (usage errors stay light)
+    from warehouse.analyst import built_kpi_settings, built_lake_uri
 
-    if exists and built_kpi_settings(data_dir) == kpi:
-        return
+    built = built_kpi_settings(data_dir) if exists else None
+    if built is not None and (kpi is None or built == kpi):
+        return built  # (a file older than the KPI views has none: it is rebuilt)
     from warehouse.duck import build_warehouse
     from warehouse.lake import Lake
 
+    lake_uri = lake_uri or (built_lake_uri(data_dir) if exists else None)
     if not exists and Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
-        return  # nothing to build over: the command says so itself
-    build_warehouse(data_dir, lake_uri, kpi=kpi)
+        return kpi or KpiSettings()  # nothing to build over: the command says so itself
+    try:
+        build_warehouse(data_dir, lake_uri, kpi=kpi)
+    except OSError as exc:
+        # An analyst who may read the data dir but not write it: answer from the views as
+        # they are, and say so, rather than fail a read over a rebuild.
+        print(
+            f"cdrhouse: warning: the views could not be rebuilt with the KPI settings set now "
+            f"({type(exc).__name__}: {exc.strerror or exc}); answering with those they were "
+            "built with",
+            file=sys.stderr,
+        )
+        return built or KpiSettings()
+    return kpi or built or KpiSettings()
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -198,14 +217,15 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             lake_uri = env.get("CDRHOUSE_LAKE_URI") or None
             _check_lake_uri(lake_uri)
             kpi = _kpi_settings(env)
-            if args.command == "report":
-                # The report's money sign, and its zone: `--days` counts business days.
-                args.currency = _report_currency(env)
-                args.timezone = kpi.timezone
+            currency = _report_currency(env) if args.command == "report" else None
             data_dir = env_data_dir(env)
             if args.command != "lake" or args.lake_command == "views":
                 # (`lake views` rebuilds keeping the file's settings: these, after this.)
-                _views_follow_kpi_settings(data_dir, lake_uri, kpi)
+                kpi = _views_follow_kpi_settings(data_dir, lake_uri, kpi)
+            if args.command == "report":
+                # The report's money sign, and its zone: `--days` counts business days.
+                args.currency = currency
+                args.timezone = (kpi or KpiSettings()).timezone
             return run(args, data_dir, lake_uri)
     except CliError as exc:
         print(f"cdrhouse: error: {exc}", file=sys.stderr)

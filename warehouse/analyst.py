@@ -154,3 +154,17 @@ def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
     except duckdb.Error:
         return None
     return KpiSettings.from_json(str(row[0])) if row else None
+
+
+def built_lake_uri(data_dir: Path) -> str | None:
+    """The lake URI `warehouse.duckdb` was built over (None: absent, or older than the record)."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None
+    import duckdb
+
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            return warehouse_lake_uri(con)
+    except duckdb.Error:
+        return None

@@ -388,3 +388,31 @@ def test_cdrhouse_sql_refuses_an_unknown_zone_and_follows_a_new_one(
     assert datetime.fromisoformat(first) == utc_first.astimezone(ZoneInfo("Europe/Berlin")).replace(
         tzinfo=None
     )
+
+
+def test_an_analyst_without_the_kpi_variables_keeps_the_views_zone_and_lake(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pipeline built the views in Berlin over a lake outside the data dir; an analyst's
+    shell sets neither CDRHOUSE_TIMEZONE nor CDRHOUSE_LAKE_URI. `cdrhouse sql` must answer in
+    Berlin over that lake, not rebuild the shared file in UTC over `<data dir>/lake`."""
+    data, lake = tmp_path / "data", tmp_path / "shared_lake"
+    shutil.copytree(served.utc_dir / "lake", lake)
+    pipeline = {
+        "CDRHOUSE_DATA_DIR": str(data),
+        "CDRHOUSE_LAKE_URI": lake.as_uri(),
+        "CDRHOUSE_TIMEZONE": "Europe/Berlin",
+    }
+    query = (
+        "SELECT timezone, (SELECT lake_uri FROM lake_info), (SELECT count(*) FROM cdrs) "
+        "FROM kpi_settings"
+    )
+    assert main(["sql", "--format", "csv", query], pipeline) == 0
+    built = capsys.readouterr().out.strip().splitlines()[-1]
+    assert built.startswith("Europe/Berlin," + lake.as_uri())
+    assert not built.endswith(",0")
+    stamp = (data / "warehouse.duckdb").stat().st_mtime_ns
+    analyst = {"CDRHOUSE_DATA_DIR": str(data)}
+    assert main(["sql", "--format", "csv", query], analyst) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == built
+    assert (data / "warehouse.duckdb").stat().st_mtime_ns == stamp  # not rebuilt
