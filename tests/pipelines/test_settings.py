@@ -99,6 +99,7 @@ def test_the_cli_names_every_kpi_variable_so_sql_skips_pydantic_only_when_none_i
 
     assert KPI_VARIABLES == KPI_NAMES
     berlin = _kpi_settings({"CDRHOUSE_TIMEZONE": "Europe/Berlin"})
-    assert berlin is not None and berlin.timezone == "Europe/Berlin"
+    assert berlin is not None
+    assert berlin.timezone == "Europe/Berlin"
     # None set (empty counts as unset): no settings, the views keep those they were built with.
     assert _kpi_settings({"CDRHOUSE_TIMEZONE": ""}) is None
