@@ -28,7 +28,9 @@ class SettingsError(ValueError):
 def _zones() -> frozenset[str]:
     import zoneinfo  # the IANA names Python knows (DuckDB's ICU knows them too)
 
-    return frozenset(zoneinfo.available_timezones()) | {"UTC"}
+    # `localtime` is the machine's zone to Python, and unknown to DuckDB's ICU, which the views
+    # read the zone with: a name that means the same on every machine, or nothing.
+    return (frozenset(zoneinfo.available_timezones()) - {"localtime"}) | {"UTC"}
 
 
 class KpiVariables(BaseModel):

@@ -27,6 +27,7 @@ from pipelines.schedules import NIGHTLY_CRON
 from warehouse.analyst import REPORT_FILE as REPORT_FILE
 from warehouse.analyst import REPORTS_DIR as REPORTS_DIR
 from warehouse.analyst import report_path
+from warehouse.cli import last_complete_local_end
 
 # No `from __future__ import annotations` here: Dagster reads the asset's config class from
 # its annotation at definition time.
@@ -84,7 +85,7 @@ def build_report_asset(
         from warehouse.report import write_report
 
         # Business days: the KPI views' `local_date` is in the warehouse's zone.
-        end = utc_now().astimezone(ZoneInfo(warehouse.timezone)).date()
+        end = last_complete_local_end(utc_now(), ZoneInfo(warehouse.timezone))
         start = end - timedelta(days=config.days)
         lake = warehouse.lake()
         if lake.is_local:

@@ -350,6 +350,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def last_complete_local_end(now: dt.datetime, zone: dt.tzinfo) -> dt.date:
+    """The exclusive end of the complete business days: only whole UTC days are ingested, so
+    the last complete local day is the one that ended by today's 00:00 UTC (west of UTC that
+    is the day before the local date now; east of it, yesterday)."""
+    midnight = dt.datetime.combine(now.astimezone(dt.UTC).date(), dt.time(0), dt.UTC)
+    return midnight.astimezone(zone).date()
+
+
 def report_range(args: argparse.Namespace, today: dt.date) -> tuple[dt.date, dt.date]:
     """`[start, end)` from `--start/--end` or `--days N`; ValueError says what is wrong."""
     if args.days is not None and (args.start or args.end):
@@ -378,7 +386,7 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
 
     zone = ZoneInfo(getattr(args, "timezone", None) or "UTC")
     try:
-        start, end = report_range(args, dt.datetime.now(zone).date())
+        start, end = report_range(args, last_complete_local_end(dt.datetime.now(dt.UTC), zone))
     except ValueError as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 2

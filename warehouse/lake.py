@@ -23,7 +23,7 @@ Rejected partitions: a day that fails a blocking check publishes nothing, and it
 to `<root>/_rejected/<table>/<key>/part-0.parquet` instead (`PartitionWriter.reject`), for
 diagnosis. No reader takes them for the table: they are one level deeper than every partition
 glob (`<table>/*/part-0.parquet`, `*/*/part-0.parquet`) and every listing (`partitions`,
-`stamps`); the next partition published for that key deletes them.
+`stamps`); the next day the pipeline publishes whole for that key (`land_day`) deletes them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from pipelines.settings import SettingsError, settings_from_env
         ("CDRHOUSE_START_DATE", "2026-13-01", "valid date"),
         ("CDRHOUSE_TIMEZONE", "Europe/Berln", "not an IANA time zone"),
         ("CDRHOUSE_TIMEZONE", "+02:00", "not an IANA time zone"),
+        ("CDRHOUSE_TIMEZONE", "localtime", "not an IANA time zone"),
         ("CDRHOUSE_SL_THRESHOLD_S", "twenty", "valid integer"),
         ("CDRHOUSE_SHORT_ABANDON_S", "-5", "greater than or equal to 0"),
         ("CDRHOUSE_ABANDON_END_REASONS", "no_answer,,caller_hangup", "without empty items"),

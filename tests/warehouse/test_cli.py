@@ -80,3 +80,20 @@ def test_lake_info_lists_every_table_with_partitions(small: SmallWarehouse, caps
     last = START + dt.timedelta(days=DAYS - 1)
     assert f"  {'cdrs':<24} {DAYS:>5} partitions  date={START} .. date={last}" in out
     assert f"  {'users':<24} " in out
+
+
+def test_the_last_complete_business_day_ended_by_todays_utc_midnight() -> None:
+    """Only whole UTC days are ingested: at 12:00 UTC on the 20th, New York's 19th is not
+    whole yet (its last 5 hours are the 20th in UTC), Sydney's 19th and UTC's 19th are."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from warehouse.cli import last_complete_local_end
+
+    now = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
+    assert last_complete_local_end(now, ZoneInfo("America/New_York")) == dt.date(2026, 11, 19)
+    assert last_complete_local_end(now, ZoneInfo("Australia/Sydney")) == dt.date(2026, 11, 20)
+    assert last_complete_local_end(now, dt.UTC) == dt.date(2026, 11, 20)
+    # Just after UTC midnight: the day that just ended is whole in UTC and in Sydney too.
+    late = dt.datetime(2026, 11, 20, 0, 1, tzinfo=dt.UTC)
+    assert last_complete_local_end(late, ZoneInfo("Australia/Sydney")) == dt.date(2026, 11, 20)

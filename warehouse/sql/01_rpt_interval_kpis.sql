@@ -99,7 +99,9 @@ WITH seen AS (
 )
 SELECT coalesce(q.id, s.queue_id) AS queue_id, coalesce(q.name, s.cdr_name) AS queue_name
 FROM seen s
-FULL OUTER JOIN queues q ON q.id = s.queue_id;
+-- One row per id even when the snapshot lists a queue twice (its check warns): no KPI row doubles.
+FULL OUTER JOIN (SELECT id, any_value(name) AS name FROM queues GROUP BY id) q
+    ON q.id = s.queue_id;
 
 -- Every call group of `agg_call_intervals`, in local time, classified by the settings.
 CREATE OR REPLACE VIEW kpi_call_intervals AS

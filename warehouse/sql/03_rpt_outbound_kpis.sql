@@ -21,7 +21,9 @@ WITH names AS (
         WHERE campaign_id IS NOT NULL
         GROUP BY campaign_id
     ) s
-    FULL OUTER JOIN campaigns c ON c.id = s.campaign_id
+    -- One row per id even when the snapshot lists a campaign twice: no KPI row doubles.
+    FULL OUTER JOIN (SELECT id, any_value(name) AS name FROM campaigns GROUP BY id) c
+        ON c.id = s.campaign_id
 ),
 d AS (
     SELECT
