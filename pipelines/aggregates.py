@@ -14,7 +14,6 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.mapping_check import CALL_AGG, mapping_check_result, mapping_check_spec
-from pipelines.partitions import partitioned_check_spec
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import WarehouseResource
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
@@ -47,13 +46,12 @@ def build_aggregate_assets(
             for name in names
         ],
         check_specs=[
-            partitioned_check_spec(
+            dg.AssetCheckSpec(
                 VOLUME_CHECK,
-                VOLUME_AGG,
-                partitions_def,
+                asset=VOLUME_AGG,
                 description="The day's CDR count in agg_daily_volume equals the cdrs rows.",
             ),
-            mapping_check_spec(partitions_def),
+            mapping_check_spec(),
         ],
         can_subset=True,
     )

@@ -34,9 +34,9 @@ from pipelines.cdr_day import (
     renormalize_day,
 )
 from pipelines.checks import (
+    CDR_CHECK_SPECS,
     RAW_CDRS,
     blocking_problems,
-    cdr_check_specs,
     known_user_ids,
     row_count_result,
 )
@@ -219,7 +219,7 @@ def build_cdr_assets(
         pool=API_POOL,
         retry_policy=retry_policy,
         specs=specs,
-        check_specs=cdr_check_specs(partitions_def),
+        check_specs=list(CDR_CHECK_SPECS),
         can_subset=True,
     )
     @fatal_setup_errors

@@ -20,7 +20,7 @@ import polars as pl
 from models.cdr_fields import CDR_FIELDS
 from models.tables import TABLES, TYPE_TABLES
 from models.timestamps import iso_ms
-from pipelines.partitions import partition_window, partitioned_check_spec
+from pipelines.partitions import partition_window
 from pipelines.resources import WarehouseResource
 from warehouse.decode import with_timestamps
 from warehouse.lake import Lake
@@ -50,75 +50,53 @@ SNAPSHOT_ID_TABLES: tuple[str, ...] = (
 )
 SAMPLE = 5
 
-# The CDR day's checks: name, asset, blocking (the day is published only when it passes),
-# description.
-_CDR_CHECKS: tuple[tuple[str, str, bool, str], ...] = (
-    (
+CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
+    dg.AssetCheckSpec(
         ROW_COUNT_CHECK,
-        RAW_CDRS,
-        True,
-        "Rows written equal the API's metadata.total for the window.",
+        asset=RAW_CDRS,
+        blocking=True,
+        description="Rows written equal the API's metadata.total for the window.",
     ),
-    (
+    dg.AssetCheckSpec(
         IDS_CHECK,
-        "cdrs",
-        True,
-        "CDR ids are unique across the day's received records (any row group).",
+        asset="cdrs",
+        blocking=True,
+        description="CDR ids are unique across the day's received records (any row group).",
     ),
-    (
+    dg.AssetCheckSpec(
         WINDOW_CHECK,
-        "cdrs",
-        True,
-        "Every started_at received lies inside the partition's [day, day+1) window.",
+        asset="cdrs",
+        blocking=True,
+        description="Every started_at received lies inside the partition's [day, day+1) window.",
     ),
-    (
+    dg.AssetCheckSpec(
         RAW_ADDS_UP_CHECK,
-        "cdrs",
-        True,
-        "raw_cdrs rows = cdrs rows + cdr_quarantine rows: no record dropped.",
+        asset="cdrs",
+        blocking=True,
+        description="raw_cdrs rows = cdrs rows + cdr_quarantine rows: no record dropped.",
     ),
-    (
+    dg.AssetCheckSpec(
         "cdrs_keys_not_null",
-        "cdrs",
-        False,
-        "No nulls in the keys (id, type, started_at) of cdrs and the type tables.",
+        asset="cdrs",
+        description="No nulls in the keys (id, type, started_at) of cdrs and the type tables.",
     ),
-    (
+    dg.AssetCheckSpec(
         "cdrs_type_tables_add_up",
-        "cdrs",
-        False,
-        "Each per-type table holds exactly the cdrs rows of its type.",
+        asset="cdrs",
+        description="Each per-type table holds exactly the cdrs rows of its type.",
     ),
-    (
+    dg.AssetCheckSpec(
         "cdrs_users_known",
-        "cdrs",
-        False,
-        "Every CDR user id is in the users dimension (active or deleted).",
+        asset="cdrs",
+        description="Every CDR user id is in the users dimension (active or deleted).",
     ),
-    (
+    dg.AssetCheckSpec(
         "cdr_quarantine_empty",
-        "cdr_quarantine",
-        False,
-        "No record was quarantined (an odd record does not block its day).",
+        asset="cdr_quarantine",
+        description="No record was quarantined (an odd record does not block its day).",
     ),
 )
-
-
-def cdr_check_specs(
-    partitions_def: dg.PartitionsDefinition[str] | None = None,
-) -> list[dg.AssetCheckSpec]:
-    """The check specs of the CDR day's step. With the step's `partitions_def`, each result is
-    recorded with its day, so the UI lists and filters a check's results by partition (and
-    leaves no phantom planned result without one)."""
-    return [
-        partitioned_check_spec(name, asset, partitions_def, blocking=blocking, description=desc)
-        for name, asset, blocking, desc in _CDR_CHECKS
-    ]
-
-
-_CHECK_ASSETS: dict[str, dg.AssetKey] = {
-    name: dg.AssetKey(asset) for name, asset, _, _ in _CDR_CHECKS
-}
+_CHECK_ASSETS: dict[str, dg.AssetKey] = {spec.name: spec.asset_key for spec in CDR_CHECK_SPECS}
 
 
 def _sample(values: pl.Series) -> list[str]:

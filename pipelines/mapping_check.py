@@ -15,7 +15,6 @@ from collections import Counter
 import dagster as dg
 import pyarrow as pa
 
-from pipelines.partitions import partitioned_check_spec
 from warehouse.kpi import KpiSettings
 
 CALL_AGG = "agg_call_intervals"
@@ -23,13 +22,10 @@ MAPPING_CHECK = "call_values_mapped"
 FIELDS = ("subtype", "disposition", "end_reason")
 
 
-def mapping_check_spec(
-    partitions_def: dg.PartitionsDefinition[str] | None = None,
-) -> dg.AssetCheckSpec:
-    return partitioned_check_spec(
+def mapping_check_spec() -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
         MAPPING_CHECK,
-        CALL_AGG,
-        partitions_def,
+        asset=CALL_AGG,
         description=(
             "Every call subtype, disposition and end_reason of the day is named by a KPI "
             "setting (CDRHOUSE_*_SUBTYPES, _DISPOSITIONS, _END_REASONS); warns naming the "

@@ -7,7 +7,6 @@ nightly schedule materializes at 01:00 UTC once the day is over.
 
 from __future__ import annotations
 
-import warnings
 from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
@@ -33,25 +32,3 @@ def partition_window(partition_key: str) -> tuple[datetime, datetime]:
 def partition_keys(start: date, end: date) -> list[str]:
     """Keys of the days in `[start, end)`, oldest first."""
     return [(start + timedelta(days=i)).isoformat() for i in range((end - start).days)]
-
-
-def partitioned_check_spec(
-    name: str,
-    asset: str,
-    partitions_def: dg.PartitionsDefinition[str] | None,
-    *,
-    blocking: bool = False,
-    description: str,
-) -> dg.AssetCheckSpec:
-    """A check spec partitioned like its asset. Dagster 1.13 marks partitioned checks as a
-    preview and warns once per spec; the warning says nothing a user can act on, so it stays
-    out of every code-location load."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.PreviewWarning)
-        return dg.AssetCheckSpec(
-            name,
-            asset=asset,
-            blocking=blocking,
-            description=description,
-            partitions_def=partitions_def,
-        )
