@@ -17,9 +17,6 @@ from tests.support.clock import SessionClock
 SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
 
 
-# First: pytest-xdist reads the marks in its own hook of the same name, and a mark added
-# after it is ignored (each test was then scheduled alone, and `dagster dev` started twice).
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
