@@ -419,7 +419,7 @@ def plain_rows(data_dir: Path, query: str) -> list[Any]:
 READ_FORMS = [
     "WITH d AS (SELECT date, count(*) AS n FROM cdrs GROUP BY date) SELECT * FROM d ORDER BY date",
     "FROM cdrs SELECT type, count(*) AS n GROUP BY type ORDER BY type",
-    "FROM rpt_daily_volume LIMIT 5",
+    "FROM rpt_daily_volume ORDER BY ALL LIMIT 5",  # ordered: the view holds more than 5 rows
     "DESCRIBE cdrs",
     "DESCRIBE SELECT id, cost FROM cdrs",
     "SHOW TABLES",
