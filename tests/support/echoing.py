@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import io
 import logging
-import socket
-import threading
-import time
 import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
@@ -35,6 +32,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+
+from connectors.sandbox.rewriting import serve_app as serve_app
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -111,34 +110,6 @@ class KeyEcho:
             }
         )
         await send({"type": "http.response.body", "body": content})
-
-
-@contextmanager
-def serve_app(app: App) -> Iterator[str]:
-    """Serve `app` on a free loopback port in a thread; yields its base URL."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, log_config=None
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60  # a deadline: the loop ends once it serves
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the stub server failed to start")
-            time.sleep(0.01)
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 class _Records(logging.Handler):
