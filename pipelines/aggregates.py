@@ -61,8 +61,7 @@ def build_aggregate_assets(
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
         """Replace the day's `agg_*` partitions, then refresh the views once for the run."""
         # DuckDB only from here: loaded, it keeps ~35 MB resident, which the CDR day's step
-        # (the peak of a run) does not carry in `cdrhouse ingest`. (Under the multiprocess
-        # executor the forkserver preloads it once, and forked steps share those pages.)
+        # (the peak of a run) does not carry: every run executes its steps in one process.
         from warehouse.duck import write_aggregates
 
         selected = {k.to_user_string() for k in context.selected_asset_keys}
