@@ -72,6 +72,7 @@ def _pip_env() -> dict[str, str]:
     the fresh venv must see only itself and the wheels it is given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONPATH"}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_CONFIG_FILE"] = os.devnull  # pip reads no configuration file then
     return env
 
 

@@ -34,9 +34,11 @@ _SCRUBBED = ("CC_API_", "CDRHOUSE_", "DAGSTER_")
 DAEMONS_QUERY = """
 { instance { daemonHealth { allDaemonStatuses { daemonType healthy required } } } }
 """
-LOCATIONS_QUERY = (
-    "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
-)
+LOCATIONS_QUERY = """
+{ workspaceOrError { ... on Workspace { locationEntries {
+  name loadStatus locationOrLoadError { __typename }
+} } } }
+"""
 
 
 def _wait(dev: DagsterDev, proc: subprocess.Popen[bytes], ready: str) -> None:
@@ -57,7 +59,12 @@ def _ready(dev: DagsterDev, what: str) -> bool:
         return httpx.get(f"{dev.url}/server_info", timeout=10.0).status_code == 200
     if what == "loaded":
         entries = dev.graphql(LOCATIONS_QUERY)["workspaceOrError"].get("locationEntries") or []
-        return [(e["name"], e["loadStatus"]) for e in entries] == [("cdrhouse", "LOADED")]
+        if [(e["name"], e["loadStatus"]) for e in entries] != [("cdrhouse", "LOADED")]:
+            return False
+        # LOADED is also said of a location that failed to load: the error is in the entry.
+        error = entries[0]["locationOrLoadError"]
+        assert error["__typename"] == "RepositoryLocation", f"{error}\n{dev.log_tail()}"
+        return True
     statuses = dev.graphql(DAEMONS_QUERY)["instance"]["daemonHealth"]["allDaemonStatuses"]
     required = [s for s in statuses if s["required"]]
     return bool(required) and all(s["healthy"] for s in required)
