@@ -23,6 +23,7 @@ from pathlib import Path
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.tags import sys_tags
 
 # Bytes per read when copying a file into a wheel.
 _CHUNK = 1 << 20
@@ -76,10 +77,14 @@ def closure(requirements: Iterable[Requirement]) -> dict[str, md.Distribution]:
 
 
 def _wheel_tag(wheel_metadata: str) -> str:
+    """The first of the wheel's tags this interpreter supports (a `py2.py3` wheel lists
+    `py2-none-any` first, which pip would skip in a file name)."""
+    supported = {str(tag) for tag in sys_tags()}
     tags = re.findall(r"^Tag: (\S+)$", wheel_metadata, flags=re.MULTILINE)
-    if not tags:
-        raise ValueError("WHEEL names no tag")
-    return str(tags[0])
+    for tag in tags:
+        if tag in supported:
+            return str(tag)
+    raise ValueError(f"no tag of {tags} fits this interpreter")
 
 
 def _script_names(dist: md.Distribution) -> set[str]:
