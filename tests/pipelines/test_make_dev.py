@@ -75,7 +75,12 @@ def make_dev(tmp_path: Path, clock: SessionClock) -> Iterator[tuple[DagsterDev, 
     port = free_port()
     stamp = tmp_path / "installed"
     stamp.touch()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED)}
+    # Not a sub-make of `make test`: an inherited jobserver would make `make` warn about it.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_SCRUBBED) and k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    }
     env.update(
         # Run subprocesses import the code location from the repo, whatever the cwd.
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
