@@ -5,9 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DAGSTER_HOME_DIR := $(CURDIR)/.dagster_home
-# The local instance file `make dev`/`make demo` copy into $(DAGSTER_HOME_DIR) (not at the root:
-# `dg dev` runs from the root and warns about a dagster.yaml there that it does not use).
-LOCAL_INSTANCE := pipelines/deploy/dagster.local.yaml
+# The local instance file `make dev`/`make demo` copy into $(DAGSTER_HOME_DIR).
+LOCAL_INSTANCE := dagster.yaml
 # The UI's port: `make dev PORT=3111`.
 PORT ?= 3000
 export CDRHOUSE_DATA_DIR ?= $(CURDIR)/data
@@ -105,13 +104,15 @@ coverage-report:
 	fi
 
 # `dg dev`, Dagster 1.13's command (`dagster dev` says it is superseded by it): webserver and
-# daemon on 127.0.0.1:$(PORT), the code location of [tool.dg] in pyproject.toml, the bundled
-# sandbox unless CC_API_BASE_URL is set. `pipelines.dev_home` first records the daemon's event-log
-# cursors, which the daemon would record on its first tick with a warning.
+# daemon on 127.0.0.1:$(PORT), the code location `pipelines.definitions` (as [tool.dg] names
+# it), the bundled sandbox unless CC_API_BASE_URL is set. `pipelines.dev_home` first records the daemon's event-log
+# cursors, which the daemon would record on its first tick with a warning. It starts in
+# DAGSTER_HOME, naming the code location (-m, -d): Dagster warns when started from a folder
+# holding another dagster.yaml (the root's), and `dg dev` without a target moves to the root.
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	$(BIN)/python -m pipelines.dev_home $(DAGSTER_HOME_DIR)
-	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) \
-	  $(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
+	cd $(DAGSTER_HOME_DIR) && CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) \
+	  $(abspath $(BIN))/dg dev -m pipelines.definitions -d $(CURDIR) -h 127.0.0.1 -p $(PORT)
 
 # The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra, and
 # the lock constrains what it shares with cdrhouse, so the bench measures the locked versions.

@@ -1,7 +1,7 @@
 """Start a real `dagster dev` (webserver + daemon) on loopback for UI and GraphQL tests.
 
 The process runs against the in-process sandbox (`CC_API_BASE_URL=sandbox`), with a temporary
-`DAGSTER_HOME` holding the local instance file (pipelines/deploy/dagster.local.yaml) and a
+`DAGSTER_HOME` holding the repository's `dagster.yaml` and a
 temporary data dir, so the test exercises the same instance configuration users get from
 `make dev`.
 """

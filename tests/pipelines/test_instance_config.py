@@ -1,4 +1,4 @@
-"""The local dagster.yaml (pipelines/deploy/dagster.local.yaml) is a valid Dagster 1.13
+"""The local dagster.yaml (the repository root's) is a valid Dagster 1.13
 instance config, with our settings.
 
 The production file, pipelines/deploy/dagster.yaml, must be the same instance plus PostgreSQL

@@ -4,7 +4,7 @@ The real Makefile target runs (`make dev PORT=N`), with three of its variables p
 the repository: `BIN` at the venv running the suite, `STAMP` at a file newer than
 pyproject.toml and requirements.lock (so `install` is up to date and installs nothing), and
 `DAGSTER_HOME_DIR` at a temporary directory. Everything else is the target's own: the local
-instance file, `pipelines.dev_home`, `dg dev` from the repository root. The test waits until
+instance file, `pipelines.dev_home`, `dg dev` started in DAGSTER_HOME. The test waits until
 the webserver answers, the code location has loaded and every daemon has sent a heartbeat
 (the daemon's first-tick warnings come before that), then stops the process group and reads
 everything it printed.
@@ -59,7 +59,7 @@ def _ready(dev: DagsterDev, what: str) -> bool:
         return httpx.get(f"{dev.url}/server_info", timeout=10.0).status_code == 200
     if what == "loaded":
         entries = dev.graphql(LOCATIONS_QUERY)["workspaceOrError"].get("locationEntries") or []
-        if [(e["name"], e["loadStatus"]) for e in entries] != [("cdrhouse", "LOADED")]:
+        if [(e["name"], e["loadStatus"]) for e in entries] != [("pipelines.definitions", "LOADED")]:
             return False
         # LOADED is also said of a location that failed to load: the error is in the entry.
         error = entries[0]["locationOrLoadError"]
@@ -119,11 +119,9 @@ def test_make_dev_serves_on_the_given_port_without_warnings(
     info = httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=10.0).json()
     assert "dagster_webserver_version" in info, info
     # The instance is the local one, copied into DAGSTER_HOME_DIR, not a temporary one.
-    assert (dev.home / "dagster.yaml").read_text() == (
-        REPO_ROOT / "pipelines" / "deploy" / "dagster.local.yaml"
-    ).read_text()
+    assert (dev.home / "dagster.yaml").read_text() == (REPO_ROOT / "dagster.yaml").read_text()
     assert (dev.home / "history").is_dir() or (dev.home / "storage").is_dir()
     printed = dev.log_path.read_text(errors="replace")
-    assert "dg dev -h 127.0.0.1 -p" in printed, printed  # the target's command, not another
+    assert "dg dev -m pipelines.definitions" in printed, printed  # the target's command, not another
     warnings = [line for line in printed.splitlines() if re.search("warn", line, re.IGNORECASE)]
     assert warnings == [], "\n".join(warnings)

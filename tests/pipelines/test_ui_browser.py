@@ -1,7 +1,7 @@
 """The Dagster UI in a real browser: the asset graph, and a backfill launched by clicking.
 
 `dagster dev` (webserver + daemon) runs on loopback against the in-process sandbox, with the
-local `dagster.yaml` (pipelines/deploy/dagster.local.yaml) in a temporary `DAGSTER_HOME`.
+repository's `dagster.yaml` in a temporary `DAGSTER_HOME`.
 Debian's Chromium is driven by Playwright (the Makefile's `browser` target installs it;
 Playwright downloads nothing). Every wait ends on the page's state, with a generous deadline
 (tests/support/browser.py). Selectors
