@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DAGSTER_HOME_DIR := $(CURDIR)/.dagster_home
+# The local instance file `make dev`/`make demo` copy into $(DAGSTER_HOME_DIR).
+LOCAL_INSTANCE := dagster.yaml
+# The UI's port: `make dev PORT=3111`.
+PORT ?= 3000
 export CDRHOUSE_DATA_DIR ?= $(CURDIR)/data
 
 .PHONY: install demo test lint dev browser clean
@@ -12,8 +16,9 @@ export CDRHOUSE_DATA_DIR ?= $(CURDIR)/data
 install: $(STAMP)
 
 # Re-install only when .venv is missing or pyproject.toml or requirements.lock changed.
-# Exact versions from requirements.lock (pip-compile of pyproject.toml's runtime + dev
-# dependencies; `make lock` regenerates it), then cdrhouse itself without resolving again.
+# Exact versions from requirements.lock (pip-compile of pyproject.toml's runtime dependencies and
+# its dev, sandbox and webserver extras; `make lock` regenerates it), then cdrhouse itself
+# without resolving again. A production install is `pip install .`: no extra, no web stack.
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -23,12 +28,12 @@ $(STAMP): pyproject.toml requirements.lock
 
 .PHONY: lock
 lock: install
-	$(BIN)/pip-compile -q --extra dev --strip-extras --no-emit-index-url --no-emit-find-links \
-	  --output-file=requirements.lock pyproject.toml
+	$(BIN)/pip-compile -q --extra dev --extra sandbox --extra webserver --strip-extras \
+	  --no-emit-index-url --no-emit-find-links --output-file=requirements.lock pyproject.toml
 
-$(DAGSTER_HOME_DIR)/dagster.yaml: dagster.yaml
+$(DAGSTER_HOME_DIR)/dagster.yaml: $(LOCAL_INSTANCE)
 	@mkdir -p $(DAGSTER_HOME_DIR)
-	cp dagster.yaml $(DAGSTER_HOME_DIR)/dagster.yaml
+	cp $(LOCAL_INSTANCE) $(DAGSTER_HOME_DIR)/dagster.yaml
 
 # Debian's Chromium for the UI browser test; Playwright drives it (no browser download).
 browser:
@@ -59,6 +64,7 @@ lint: install
 	$(BIN)/ruff format --check connectors models warehouse pipelines tests bench
 	$(BIN)/mypy
 	$(BIN)/mypy tests bench
+	$(BIN)/dg check defs
 
 # Branch coverage of the pytest processes (`--cov`, combined over the xdist workers; code that
 # runs only in a subprocess, e.g. a `cdrhouse` command or `dagster dev`, is not counted). The
@@ -97,14 +103,22 @@ coverage-report:
 	    || { echo "product packages' coverage is below fail_under (pyproject.toml)"; exit 2; }; \
 	fi
 
+# `dg dev`, Dagster 1.13's command (`dagster dev` says it is superseded by it): webserver and
+# daemon on 127.0.0.1:$(PORT), the code location `pipelines.definitions` (as [tool.dg] names
+# it), the bundled sandbox unless CC_API_BASE_URL is set. `pipelines.dev_home` first records the daemon's event-log
+# cursors, which the daemon would record on its first tick with a warning. It starts in
+# DAGSTER_HOME, naming the code location (-m, -d): Dagster warns when started from a folder
+# holding another dagster.yaml (the root's), and `dg dev` without a target moves to the root.
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
-	CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
+	$(BIN)/python -m pipelines.dev_home $(DAGSTER_HOME_DIR)
+	cd $(DAGSTER_HOME_DIR) && CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) \
+	  $(abspath $(BIN))/dg dev -m pipelines.definitions -d $(CURDIR) -h 127.0.0.1 -p $(PORT)
 
 # The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra, and
 # the lock constrains what it shares with cdrhouse, so the bench measures the locked versions.
 .PHONY: bench
 bench: install
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev,sandbox,webserver,bench]'
 	$(BIN)/python -m bench.peers
 
 clean:

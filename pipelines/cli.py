@@ -198,7 +198,15 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     env = os.environ if env is None else env
     argv = sys.argv[1:] if argv is None else argv
     # The sandbox's flags only for `cdrhouse sandbox`: ingesting from a cluster never imports it.
-    args = build_parser(sandbox_args=argv[:1] == ["sandbox"]).parse_args(argv)
+    serve_sandbox = argv[:1] == ["sandbox"]
+    if serve_sandbox:
+        from pipelines.preflight import sandbox_extra_problem
+
+        # A production install has no emulator (the `sandbox` extra): say so, not ImportError.
+        if (problem := sandbox_extra_problem("`cdrhouse sandbox`")) is not None:
+            print(f"cdrhouse: error: {problem}", file=sys.stderr)
+            return 2
+    args = build_parser(sandbox_args=serve_sandbox).parse_args(argv)
     try:
         if args.command == "ingest":
             start = parse_day(args.start, "--start")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import importlib.util
 import json
 import logging
 import re
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
 
 # The CC_API_BASE_URL value that selects the bundled sandbox (case-insensitive).
 SANDBOX = "sandbox"
+# What the `sandbox` extra of pyproject.toml installs: the emulator's web stack (its ASGI app,
+# its HTTP server). A production install (`pip install cdrhouse`) has neither, so asking for
+# the sandbox there says which extra to install instead of raising an ImportError.
+# tests/pipelines/test_sandbox_extra.py holds this equal to the extra.
+SANDBOX_EXTRA = "cdrhouse[sandbox]"
+SANDBOX_EXTRA_MODULES = ("starlette", "uvicorn")
 # No contact center keeps CDRs from before this day: an earlier --start is a typo (0001-01-01),
 # and Dagster's partitions and the API's date filters are not built for one either.
 EARLIEST_DAY = date(2000, 1, 1)
@@ -93,6 +100,18 @@ def is_sandbox(base_url: str | None) -> bool:
     return (base_url or "").strip().lower() == SANDBOX
 
 
+def sandbox_extra_problem(what: str) -> str | None:
+    """Why `what` (the setting or command that needs the emulator) cannot work in this
+    install, or None. Looks the modules up without importing them."""
+    missing = [m for m in SANDBOX_EXTRA_MODULES if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (
+        f"{what} needs the bundled emulator, which this install lacks (no {', '.join(missing)}):"
+        f" install it with `pip install '{SANDBOX_EXTRA}'`"
+    )
+
+
 def source_problem(base_url: str | None, api_key: str | None) -> str | None:
     """The one-line reason no API can be called with these settings, or None if one can.
 
@@ -101,7 +120,7 @@ def source_problem(base_url: str | None, api_key: str | None) -> str | None:
     if not (base_url or "").strip():
         return NOT_CONFIGURED_MESSAGE
     if is_sandbox(base_url):
-        return None
+        return sandbox_extra_problem(f"CC_API_BASE_URL={SANDBOX}")
     problem = base_url_setting_problem(str(base_url), api_key)
     if problem is not None:
         return problem

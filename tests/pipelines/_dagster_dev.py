@@ -1,8 +1,9 @@
 """Start a real `dagster dev` (webserver + daemon) on loopback for UI and GraphQL tests.
 
 The process runs against the in-process sandbox (`CC_API_BASE_URL=sandbox`), with a temporary
-`DAGSTER_HOME` holding the repository's own `dagster.yaml` and a temporary data dir, so the test
-exercises the same instance configuration users get from `make dev`.
+`DAGSTER_HOME` holding the repository's `dagster.yaml` and a
+temporary data dir, so the test exercises the same instance configuration users get from
+`make dev`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import httpx
 import pytest
 
 from tests.support.clock import SessionClock
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 from tests.support.ports import free_port
 
 ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
@@ -252,7 +253,7 @@ def run_dagster_dev(
     workdir: Path,
     *,
     module: str = "pipelines.definitions",
-    instance_yaml: Path = REPO_ROOT / "dagster.yaml",
+    instance_yaml: Path = LOCAL_INSTANCE_YAML,
     extra_env: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
 ) -> Iterator[DagsterDev]:

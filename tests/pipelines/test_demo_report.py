@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 
 DAYS = 2
 # The asset's newest materialization and the run that made it, as the asset page asks for them.
@@ -63,7 +63,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())  # `make demo`
+    (home / "dagster.yaml").write_text(LOCAL_INSTANCE_YAML.read_text())  # `make demo`
     return env | {
         "PYTHONPATH": str(REPO_ROOT),
         "DAGSTER_HOME": str(home),

@@ -1,4 +1,5 @@
-"""The repository's dagster.yaml is a valid Dagster 1.13 instance config, with our settings.
+"""The local dagster.yaml (the repository root's) is a valid Dagster 1.13
+instance config, with our settings.
 
 The production file, pipelines/deploy/dagster.yaml, must be the same instance plus PostgreSQL
 storage (tests/deploy/ load it against a real PostgreSQL).
@@ -17,7 +18,7 @@ from dagster._core.instance.config import dagster_instance_config
 from dagster._core.storage.config import pg_config
 from sqlalchemy.engine import make_url
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
 PG_ENV = {
@@ -38,7 +39,7 @@ def _load(path: Path) -> dict[str, Any]:
 def instance(tmp_path, monkeypatch) -> Iterator[dg.DagsterInstance]:
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    shutil.copy(LOCAL_INSTANCE_YAML, home / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.get() as inst:
         yield inst
@@ -72,7 +73,7 @@ def test_api_pool_limit_applies_to_the_contact_center_pool(instance: dg.DagsterI
 
 
 def test_deploy_yaml_is_the_local_instance_plus_postgres_storage() -> None:
-    local, deploy = _load(REPO_ROOT / "dagster.yaml"), _load(DEPLOY_YAML)
+    local, deploy = _load(LOCAL_INSTANCE_YAML), _load(DEPLOY_YAML)
     # Local keeps Dagster's default sqlite storage under DAGSTER_HOME; production adds only
     # `storage`, and every other section is identical, so the two cannot drift apart.
     assert "storage" not in local

@@ -1,9 +1,10 @@
 """The Dagster UI in a real browser: the asset graph, and a backfill launched by clicking.
 
 `dagster dev` (webserver + daemon) runs on loopback against the in-process sandbox, with the
-repository's `dagster.yaml` in a temporary `DAGSTER_HOME`. Debian's Chromium is driven by
-Playwright (the Makefile's `browser` target installs it; Playwright downloads nothing). Every wait
-ends on the page's state, with a generous deadline (tests/support/browser.py). Selectors
+repository's `dagster.yaml` in a temporary `DAGSTER_HOME`.
+Debian's Chromium is driven by Playwright (the Makefile's `browser` target installs it;
+Playwright downloads nothing). Every wait ends on the page's state, with a generous deadline
+(tests/support/browser.py). Selectors
 were found by looking at screenshots of Dagster 1.13's UI; the final screenshot is saved under
 `.artifacts/` for a person to look at. Elements are found by role, by label, or by text cdrhouse
 controls (group, asset and check names), not by Dagster's internal CSS classes.
