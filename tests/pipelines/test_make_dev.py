@@ -122,6 +122,7 @@ def test_make_dev_serves_on_the_given_port_without_warnings(
     assert (dev.home / "dagster.yaml").read_text() == (REPO_ROOT / "dagster.yaml").read_text()
     assert (dev.home / "history").is_dir() or (dev.home / "storage").is_dir()
     printed = dev.log_path.read_text(errors="replace")
-    assert "dg dev -m pipelines.definitions" in printed, printed  # the target's command, not another
+    # The target's command, not another.
+    assert "dg dev -m pipelines.definitions" in printed, printed
     warnings = [line for line in printed.splitlines() if re.search("warn", line, re.IGNORECASE)]
     assert warnings == [], "\n".join(warnings)
