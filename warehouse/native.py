@@ -1,0 +1,175 @@
+"""One native pass per page: a whole CDR page -> typed columns with `pyarrow.json`.
+
+The page is read under an explicit Arrow schema built from the field table
+(`models.cdr_fields`): every leaf of every CDR type typed as its column is (money as
+`decimal128(precision, scale)`, parsed from the JSON number's text with no float in between),
+the `data` fields of every type in one struct, timestamps as text (parsed later, like the
+tolerant path's). Fields the schema does not name are skipped by the reader; `extra` is found
+on the records' text afterwards, the same way for every page (`warehouse.normalize`).
+
+`decode_native` returns None for any page it cannot decode *exactly as the tolerant path
+would* (`warehouse.decode`), and the caller then decodes the whole page that way: a reader
+error (a value of the wrong type, a key twice, a number no type holds, a bad escape), a money
+value written as a JSON string (the reader would take it; the tolerant path quarantines it), a
+cost the decimal type cannot hold exactly (more integer digits than the precision allows: the
+reader only checks the decimals), an integer past 2**53 or a float that is negative zero, not
+finite (the tolerant path reads numbers through f64 text), a record that is not an object, or
+a record count that differs from the page's split. The page's records themselves (the
+`raw_cdrs` bytes) come from its msgspec split, as on the tolerant path.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from models.cdr_fields import CDR_FIELDS, CdrField, CdrFieldTable
+
+# A tolerant-path integer goes through f64: past this it may not be the token's value.
+_EXACT_INT = 2**53
+# A JSON escape of a printable ASCII character (`\u0063`): it may spell a key such as `cost`,
+# which the string check below reads literally.
+_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
+
+_PA_TYPES: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "timestamp": pa.string(),  # parsed with the tolerant path's formats, from the text
+    "bool": pa.bool_(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "text_list": pa.list_(pa.string()),
+}
+
+
+def _leaf_type(fields: list[CdrField]) -> pa.DataType:
+    """The Arrow type of one path: its field's type, or text when two CDR types disagree on
+    it (cast per type later, as a text leaf is)."""
+    kinds = {(f.kind, f.precision, f.scale) for f in fields}
+    if len(kinds) > 1:
+        return pa.string()
+    f = fields[0]
+    if f.kind == "decimal":
+        return pa.decimal128(f.precision or 0, f.scale or 0)  # both set: CdrField checks
+    return _PA_TYPES[f.kind]
+
+
+@cache
+def record_type(fields: CdrFieldTable = CDR_FIELDS) -> pa.StructType:
+    """The Arrow struct of one record: every path of the field table, nested as in the record,
+    each leaf typed (see `_leaf_type`); the same tree as `warehouse.decode.record_dtype`."""
+    tree: dict[str, Any] = {}
+    for f in fields.fields:
+        node = tree
+        for key in f.keys[:-1]:
+            node = node.setdefault(key, {})
+        node.setdefault(f.keys[-1], []).append(f)
+
+    def struct(node: dict[str, Any]) -> pa.StructType:
+        return pa.struct(
+            [
+                pa.field(k, struct(v) if isinstance(v, dict) else _leaf_type(v))
+                for k, v in node.items()
+            ]
+        )
+
+    return struct(tree)
+
+
+@cache
+def typed_dtype(fields: CdrFieldTable = CDR_FIELDS) -> pl.Struct:
+    """`record_type` as polars sees it: the dtype of the typed `r` column of every decoded
+    page, native or tolerant."""
+    dtype = pl.Series("r", pa.array([], record_type(fields))).dtype
+    assert isinstance(dtype, pl.Struct)
+    return dtype
+
+
+@cache
+def _options(fields: CdrFieldTable) -> pj.ParseOptions:
+    schema = pa.schema([pa.field("cdrs", pa.list_(record_type(fields)))])
+    return pj.ParseOptions(
+        explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=True
+    )
+
+
+@cache
+def _money_strings(fields: CdrFieldTable) -> re.Pattern[bytes] | None:
+    """A money key followed by a JSON string, anywhere in the page (conservative: a nested
+    unknown object's `cost` string sends the page to the tolerant path too)."""
+    keys = [re.escape(f.keys[-1]) for f in fields.fields if f.kind == "decimal"]
+    if not keys:
+        return None
+    return re.compile(rb'"(?:' + "|".join(keys).encode() + rb')"\s*:\s*"')
+
+
+def _leaves(array: pa.Array, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], pa.Array]]:
+    """Every leaf array of a struct array, by path."""
+    out: list[tuple[tuple[str, ...], pa.Array]] = []
+    for i, field in enumerate(array.type):
+        child = array.field(i)
+        if pa.types.is_struct(field.type):
+            out += _leaves(child, (*path, field.name))
+        else:
+            out.append(((*path, field.name), child))
+    return out
+
+
+def _exact(records: pa.StructArray) -> bool:
+    """Whether every value is what the tolerant path reads from the same text."""
+    for _, leaf in _leaves(records):
+        kind = leaf.type
+        if leaf.null_count == len(leaf):
+            continue
+        if pa.types.is_decimal(kind):
+            wide = pa.decimal128(38, kind.scale)
+            limit = pa.scalar(Decimal(10) ** (kind.precision - kind.scale), wide)
+            if pc.any(pc.greater_equal(pc.abs(leaf.cast(wide)), limit)).as_py():
+                return False
+        elif pa.types.is_int64(kind):
+            if pc.max(pc.abs_checked(leaf)).as_py() > _EXACT_INT:
+                return False
+        elif pa.types.is_float64(kind):
+            if not pc.all(pc.is_finite(leaf)).as_py():
+                return False
+            zeros = pc.filter(leaf, pc.equal(leaf, 0.0))
+            if len(zeros) and pc.any(pc.less(pc.divide(1.0, zeros), 0.0)).as_py():
+                return False  # -0.0: an integer token `-0` reads 0.0 on the tolerant path
+    return True
+
+
+def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -> pl.Series | None:
+    """The page's `count` records as one typed struct Series (`typed_dtype`), or None when the
+    page must take the tolerant path (see the module's docstring)."""
+    strings = _money_strings(fields)
+    if strings is not None and strings.search(body):
+        return None
+    if b"\\u00" in body and _ESCAPED_ASCII.search(body):
+        return None
+    try:
+        table = pj.read_json(
+            io.BytesIO(body),
+            read_options=pj.ReadOptions(use_threads=False, block_size=len(body) + 64),
+            parse_options=_options(fields),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    pages = table.column("cdrs")
+    if table.num_rows != 1 or pages.null_count:
+        return None
+    records = pages.chunk(0).flatten() if pages.num_chunks == 1 else None
+    if records is None or len(records) != count or records.null_count:
+        return None
+    try:
+        if not _exact(records):
+            return None
+    except pa.ArrowException:  # an integer whose abs overflows: not exact either
+        return None
+    return pl.Series("r", records)
