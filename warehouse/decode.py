@@ -313,6 +313,8 @@ def _page_error(body: bytes) -> None:
     del doc
 
 
+# The columns of a decoded page: `raw_cdrs`'s, then what `warehouse.normalize` projects from.
+DECODED_COLUMNS = (*RAW_CDRS.column_names, "r", "struct_reason", "money_reason", "known_keys")
 _DECODE_CHUNK = 8192
 # A page past this is dropped by `decode_page_typed` before its records are decoded.
 BIG_PAGE_BYTES = 8 * 2**20
@@ -467,9 +469,9 @@ def decode_page_counted(
     count = len(raws)
     del raws
     if native and not big:
-        typed = decode_native(body, count, fields)
-        if typed is not None:
-            return Decoded(_frame(record, typed, None), True)
+        page = decode_native(body, count, fields)
+        if page is not None:
+            return Decoded(_frame(record, page.records, None, known_keys=page.known_keys), True)
     if heads is not None:
         del body  # the records are in `record`; what `decode_page` would do is `_raw_frame`
     try:
@@ -482,9 +484,16 @@ def decode_page_counted(
     return Decoded(_frame(record, *to_typed(record, decoded, fields)), False)
 
 
-def _frame(record: pl.Series, typed: pl.Series, money_reason: pl.Series | None) -> pl.DataFrame:
+def _frame(
+    record: pl.Series,
+    typed: pl.Series,
+    money_reason: pl.Series | None,
+    *,
+    known_keys: bool = False,
+) -> pl.DataFrame:
     """A page's decoded rows from its records and their typed struct: id, type and
-    started_at come from the struct (the page split read no values)."""
+    started_at come from the struct (the page split read no values). `known_keys`: the native
+    pass found no key the field table does not name."""
     top = pl.col("r").struct
     return (
         pl.DataFrame({"record": record, "r": typed})
@@ -496,8 +505,9 @@ def _frame(record: pl.Series, typed: pl.Series, money_reason: pl.Series | None) 
             pl.lit(None, pl.Date()).alias("date"),
             pl.lit(None, S).alias("struct_reason"),
             pl.lit(None, S).alias("money_reason") if money_reason is None else money_reason,
+            pl.lit(known_keys).alias("known_keys"),
         )
-        .select(*RAW_CDRS.column_names, "r", "struct_reason", "money_reason")
+        .select(*DECODED_COLUMNS)
     )
 
 
@@ -506,7 +516,9 @@ def with_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> pl.Da
     `decode_page_typed`), by the tolerant path."""
     decoded, struct_reason = _decode_records(raw["record"], record_dtype(fields))
     typed, money_reason = to_typed(raw["record"], decoded, fields)
-    return raw.with_columns(r=typed, struct_reason=struct_reason, money_reason=money_reason)
+    return raw.with_columns(
+        r=typed, struct_reason=struct_reason, money_reason=money_reason, known_keys=pl.lit(False)
+    )
 
 
 # ---------------------------------------------------------------------------------------------

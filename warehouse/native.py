@@ -4,8 +4,10 @@ The page is read under an explicit Arrow schema built from the field table
 (`models.cdr_fields`): every leaf of every CDR type typed as its column is (money as
 `decimal128(precision, scale)`, parsed from the JSON number's text with no float in between),
 the `data` fields of every type in one struct, timestamps as text (parsed later, like the
-tolerant path's). Fields the schema does not name are skipped by the reader; `extra` is found
-on the records' text afterwards, the same way for every page (`warehouse.normalize`).
+tolerant path's). Fields the schema does not name are inferred by the reader and dropped, but
+the page says whether it had any: a page without one has no `extra` to find (see
+`warehouse.normalize._extras`), the others have their `extra` found on the records' text, the
+same way as on the tolerant path.
 
 `decode_native` returns None for any page it cannot decode *exactly as the tolerant path
 would* (`warehouse.decode`), and the caller then decodes the whole page that way: a reader
@@ -24,7 +26,7 @@ import io
 import re
 from decimal import Decimal
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 import pyarrow as pa
@@ -96,7 +98,7 @@ def typed_dtype(fields: CdrFieldTable = CDR_FIELDS) -> pl.Struct:
 def _options(fields: CdrFieldTable) -> pj.ParseOptions:
     schema = pa.schema([pa.field("cdrs", pa.list_(record_type(fields)))])
     return pj.ParseOptions(
-        explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=True
+        explicit_schema=schema, unexpected_field_behavior="infer", newlines_in_values=True
     )
 
 
@@ -145,7 +147,27 @@ def _exact(records: pa.StructArray) -> bool:
     return True
 
 
-def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -> pl.Series | None:
+class NativePage(NamedTuple):
+    records: pl.Series  # the typed struct of every record (`typed_dtype`)
+    # No record holds a key the field table does not name at its place: none has an `extra`
+    # unless its text fools the key count (see `warehouse.normalize._extras`).
+    known_keys: bool
+
+
+def _project(array: pa.StructArray, kind: pa.StructType) -> pa.StructArray:
+    """`array` with only the fields of `kind` (the reader's inferred extra fields dropped, at
+    every level); no value copied."""
+    children = []
+    for field in kind:
+        child = array.field(field.name)
+        if pa.types.is_struct(field.type):
+            child = _project(child, field.type)
+        children.append(child)
+    mask = array.is_null() if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+
+
+def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -> NativePage | None:
     """The page's `count` records as one typed struct Series (`typed_dtype`), or None when the
     page must take the tolerant path (see the module's docstring)."""
     strings = _money_strings(fields)
@@ -162,14 +184,25 @@ def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -
     except (pa.ArrowException, ValueError):
         return None
     pages = table.column("cdrs")
-    if table.num_rows != 1 or pages.null_count:
+    if table.num_rows != 1 or pages.null_count or not pa.types.is_list(pages.type):
         return None
     records = pages.chunk(0).flatten() if pages.num_chunks == 1 else None
-    if records is None or len(records) != count or records.null_count:
+    if records is None or not pa.types.is_struct(records.type):
         return None
+    if len(records) != count or records.null_count:
+        return None
+    kind = record_type(fields)
+    known = records.type.equals(kind)
+    if not known:
+        try:
+            records = _project(records, kind)
+        except (pa.ArrowException, KeyError):
+            return None
+        if not records.type.equals(kind):
+            return None
     try:
         if not _exact(records):
             return None
     except pa.ArrowException:  # an integer whose abs overflows: not exact either
         return None
-    return pl.Series("r", records)
+    return NativePage(pl.Series("r", records), known)

@@ -59,6 +59,9 @@ S = pl.String()
 _COLON = '":'
 _ESCAPED_COLON = '\\":'
 _DOUBLE_BACKSLASH_COLON = '\\\\":'
+# What makes a record without unknown keys count one: a string value starting with `:`, or
+# `\\":` (see `_extras`).
+_FOOLING = [f'{c}":' for c in ":,[ \t\n\r"] + [_DOUBLE_BACKSLASH_COLON]
 
 
 @dataclass(frozen=True)
@@ -120,12 +123,22 @@ class NormalizedTables:
         }
 
 
-def _extras(records: pl.Series, types: pl.Series, plan: _Plan) -> tuple[pl.Series, pl.Series]:
-    """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields."""
+def _extras(
+    records: pl.Series, types: pl.Series, known_keys: pl.Series, plan: _Plan
+) -> tuple[pl.Series, pl.Series]:
+    """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields.
+
+    A record of a page the native pass found no unknown key in (`known_keys`) is counted only
+    when its text can fool the count: then each `":` not escaped is a known key's end (the
+    regex's match), but for a string starting with `:` (its opening quote follows `:`, `,`,
+    `[` or whitespace) and a key ending in an escaped backslash. Such a record is counted as
+    any other, so every record gets what the count gives it."""
     n = len(records)
     r = pl.col("r").str
+    frame = pl.DataFrame({"r": records, "known": known_keys})
+    counted = frame.select((~pl.col("known")) | r.contains_any(_FOOLING)).to_series().arg_true()
     unknown = (
-        records.to_frame("r")
+        frame[counted]
         .select(
             (
                 r.count_matches(_COLON, literal=True)
@@ -138,7 +151,7 @@ def _extras(records: pl.Series, types: pl.Series, plan: _Plan) -> tuple[pl.Serie
     )
     extra: list[str | None] = [None] * n
     data_extra: list[str | None] = [None] * n
-    idx = unknown.arg_true().to_list()
+    idx = counted.gather(unknown.arg_true()).to_list()
     if not idx:
         return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
     texts = records.gather(idx).to_list()
@@ -234,7 +247,7 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined).
     with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
     raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
-    extra, data_extra = _extras(raw["record"], raw["type"], plan)
+    extra, data_extra = _extras(raw["record"], raw["type"], raw["known_keys"], plan)
     df = raw.select(
         "record",
         "started_at_raw",
