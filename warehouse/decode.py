@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 import polars as pl
+import pyarrow as pa
 import simdjson
 
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
@@ -48,7 +49,7 @@ from models.jsonpage import (
 )
 from models.tables import RAW_CDRS
 from warehouse.money import Money, exact_costs
-from warehouse.native import decode_native, typed_dtype
+from warehouse.native import NativePage, decode_native, typed_dtype
 
 S = pl.String()
 
@@ -466,12 +467,11 @@ def decode_page_counted(
         record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     except pl.exceptions.PolarsError:
         return Decoded(with_decoded(decode_page(body), fields), False)  # not UTF-8
-    count = len(raws)
     del raws
     if native and not big:
-        page = decode_native(body, count, fields)
+        page = decode_native(body, record, fields)
         if page is not None:
-            return Decoded(_frame(record, page.records, None, known_keys=page.known_keys), True)
+            return Decoded(_native_frame(record, page), True)
     if heads is not None:
         del body  # the records are in `record`; what `decode_page` would do is `_raw_frame`
     try:
@@ -484,6 +484,25 @@ def decode_page_counted(
     return Decoded(_frame(record, *to_typed(record, decoded, fields)), False)
 
 
+def _native_frame(record: pl.Series, page: NativePage) -> pl.DataFrame:
+    """`_frame` for a natively decoded page, built in Arrow and converted once."""
+    typed, n = page.records, len(record)
+    table = pa.table(
+        {
+            "id": typed.field("id"),
+            "type": typed.field("type"),
+            "started_at_raw": typed.field("started_at"),
+            "date": pa.nulls(n, pa.date32()),
+            "r": typed,
+            "struct_reason": pa.nulls(n, pa.string()),
+            "money_reason": pa.nulls(n, pa.string()),
+            "known_keys": pa.repeat(page.known_keys, n),
+        }
+    )
+    frame = pl.DataFrame(pl.from_arrow(table)).with_columns(record)
+    return frame.select(DECODED_COLUMNS)
+
+
 def _frame(
     record: pl.Series,
     typed: pl.Series,
@@ -494,21 +513,23 @@ def _frame(
     """A page's decoded rows from its records and their typed struct: id, type and
     started_at come from the struct (the page split read no values). `known_keys`: the native
     pass found no key the field table does not name."""
-    top = pl.col("r").struct
-    return (
-        pl.DataFrame({"record": record, "r": typed})
-        .with_columns(
-            top.field("id").alias("id"),
-            top.field("type").alias("type"),
-            top.field("started_at").alias("started_at_raw"),
-            # The partition column: written by the path, not into the file.
-            pl.lit(None, pl.Date()).alias("date"),
-            pl.lit(None, S).alias("struct_reason"),
-            pl.lit(None, S).alias("money_reason") if money_reason is None else money_reason,
-            pl.lit(known_keys).alias("known_keys"),
-        )
-        .select(*DECODED_COLUMNS)
-    )
+    n = len(record)
+    top = typed.struct
+    columns = {
+        "id": top.field("id"),
+        "type": top.field("type"),
+        "started_at_raw": top.field("started_at"),
+        "record": record,
+        # The partition column: written by the path, not into the file.
+        "date": pl.repeat(None, n, dtype=pl.Date(), eager=True),
+        "r": typed,
+        "struct_reason": pl.repeat(None, n, dtype=S, eager=True),
+        "money_reason": (
+            pl.repeat(None, n, dtype=S, eager=True) if money_reason is None else money_reason
+        ),
+        "known_keys": pl.repeat(known_keys, n, dtype=pl.Boolean(), eager=True),
+    }
+    return pl.DataFrame({name: columns[name].alias(name) for name in DECODED_COLUMNS})
 
 
 def with_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> pl.DataFrame:

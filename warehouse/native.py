@@ -37,17 +37,17 @@ from models.cdr_fields import CDR_FIELDS, CdrField, CdrFieldTable
 
 # A tolerant-path integer goes through f64: past this it may not be the token's value.
 _EXACT_INT = 2**53
-# A JSON escape of a printable ASCII character (`\u0063`): it may spell a key such as `cost`,
-# which the string check below reads literally.
-_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
-
+# -0.0 as int64 bits (the sign bit alone).
+_NEGATIVE_ZERO_BITS = -(2**63)
+# Text as `string_view`: polars' own layout, so the typed columns reach it without a copy.
+_TEXT = pa.string_view()
 _PA_TYPES: dict[str, pa.DataType] = {
-    "text": pa.string(),
-    "timestamp": pa.string(),  # parsed with the tolerant path's formats, from the text
+    "text": _TEXT,
+    "timestamp": _TEXT,  # parsed with the tolerant path's formats, from the text
     "bool": pa.bool_(),
     "int": pa.int64(),
     "float": pa.float64(),
-    "text_list": pa.list_(pa.string()),
+    "text_list": pa.list_(_TEXT),
 }
 
 
@@ -56,7 +56,7 @@ def _leaf_type(fields: list[CdrField]) -> pa.DataType:
     it (cast per type later, as a text leaf is)."""
     kinds = {(f.kind, f.precision, f.scale) for f in fields}
     if len(kinds) > 1:
-        return pa.string()
+        return _TEXT
     f = fields[0]
     if f.kind == "decimal":
         return pa.decimal128(f.precision or 0, f.scale or 0)  # both set: CdrField checks
@@ -103,52 +103,57 @@ def _options(fields: CdrFieldTable) -> pj.ParseOptions:
 
 
 @cache
-def _money_strings(fields: CdrFieldTable) -> re.Pattern[bytes] | None:
-    """A money key followed by a JSON string, anywhere in the page (conservative: a nested
-    unknown object's `cost` string sends the page to the tolerant path too)."""
-    keys = [re.escape(f.keys[-1]) for f in fields.fields if f.kind == "decimal"]
-    if not keys:
-        return None
-    return re.compile(rb'"(?:' + "|".join(keys).encode() + rb')"\s*:\s*"')
+def _refused_text(fields: CdrFieldTable) -> str:
+    """A regex of what in a record's text the native pass must not read: a money key followed
+    by a JSON string (the reader would take `"0.50"` as a number; the tolerant path
+    quarantines it), and a JSON escape of a printable ASCII character (`\\u0063`), which may
+    spell such a key. Conservative: a nested unknown object's `cost` string refuses the page
+    too."""
+    keys = sorted({re.escape(f.keys[-1]) for f in fields.fields if f.kind == "decimal"})
+    money = [rf'"(?:{"|".join(keys)})"\s*:\s*"'] if keys else []
+    return "|".join([*money, r"\\u00[2-7][0-9A-Fa-f]"])
 
 
-def _leaves(array: pa.Array, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], pa.Array]]:
-    """Every leaf array of a struct array, by path."""
-    out: list[tuple[tuple[str, ...], pa.Array]] = []
+def _leaves(array: pa.StructArray, into: dict[pa.DataType, list[pa.Array]]) -> None:
+    """Every leaf array under `array`, by type (children as the reader built them: a null
+    struct's children are null there)."""
     for i, field in enumerate(array.type):
         child = array.field(i)
         if pa.types.is_struct(field.type):
-            out += _leaves(child, (*path, field.name))
+            _leaves(child, into)
         else:
-            out.append(((*path, field.name), child))
-    return out
+            into.setdefault(field.type, []).append(child)
 
 
 def _exact(records: pa.StructArray) -> bool:
-    """Whether every value is what the tolerant path reads from the same text."""
-    for _, leaf in _leaves(records):
-        kind = leaf.type
-        if leaf.null_count == len(leaf):
-            continue
+    """Whether every number is what the tolerant path reads from the same text: money within
+    its precision (the reader checks only the decimals); integers and floats as f64 text reads
+    them (an integer within 2**53, a float finite and not negative zero: an integer token `-0`
+    reads 0.0 there)."""
+    leaves: dict[pa.DataType, list[pa.Array]] = {}
+    _leaves(records, leaves)
+    for kind, arrays in leaves.items():
         if pa.types.is_decimal(kind):
             wide = pa.decimal128(38, kind.scale)
             limit = pa.scalar(Decimal(10) ** (kind.precision - kind.scale), wide)
-            if pc.any(pc.greater_equal(pc.abs(leaf.cast(wide)), limit)).as_py():
-                return False
+            for leaf in arrays:
+                if pc.any(pc.greater_equal(pc.abs(leaf.cast(wide)), limit)).as_py():
+                    return False
         elif pa.types.is_int64(kind):
-            if pc.max(pc.abs_checked(leaf)).as_py() > _EXACT_INT:
+            bounds = pc.min_max(pa.concat_arrays(arrays)).as_py()
+            if bounds["min"] is not None and max(-bounds["min"], bounds["max"]) > _EXACT_INT:
                 return False
         elif pa.types.is_float64(kind):
-            if not pc.all(pc.is_finite(leaf)).as_py():
+            values = pa.concat_arrays(arrays)
+            if not pc.all(pc.is_finite(values)).as_py():
                 return False
-            zeros = pc.filter(leaf, pc.equal(leaf, 0.0))
-            if len(zeros) and pc.any(pc.less(pc.divide(1.0, zeros), 0.0)).as_py():
-                return False  # -0.0: an integer token `-0` reads 0.0 on the tolerant path
+            if pc.any(pc.equal(values.view(pa.int64()), _NEGATIVE_ZERO_BITS)).as_py():
+                return False
     return True
 
 
 class NativePage(NamedTuple):
-    records: pl.Series  # the typed struct of every record (`typed_dtype`)
+    records: pa.StructArray  # every record, typed (`record_type`; `typed_dtype` in polars)
     # No record holds a key the field table does not name at its place: none has an `extra`
     # unless its text fools the key count (see `warehouse.normalize._extras`).
     known_keys: bool
@@ -167,13 +172,13 @@ def _project(array: pa.StructArray, kind: pa.StructType) -> pa.StructArray:
     return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
 
 
-def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -> NativePage | None:
-    """The page's `count` records as one typed struct Series (`typed_dtype`), or None when the
-    page must take the tolerant path (see the module's docstring)."""
-    strings = _money_strings(fields)
-    if strings is not None and strings.search(body):
-        return None
-    if b"\\u00" in body and _ESCAPED_ASCII.search(body):
+def decode_native(
+    body: bytes, records: pl.Series, fields: CdrFieldTable = CDR_FIELDS
+) -> NativePage | None:
+    """The page's records (`records`: their texts, as the page's split found them) as one typed
+    struct Series (`typed_dtype`), or None when the page must take the tolerant path (see the
+    module's docstring)."""
+    if records.str.contains(_refused_text(fields)).any():
         return None
     try:
         table = pj.read_json(
@@ -186,23 +191,23 @@ def decode_native(body: bytes, count: int, fields: CdrFieldTable = CDR_FIELDS) -
     pages = table.column("cdrs")
     if table.num_rows != 1 or pages.null_count or not pa.types.is_list(pages.type):
         return None
-    records = pages.chunk(0).flatten() if pages.num_chunks == 1 else None
-    if records is None or not pa.types.is_struct(records.type):
+    typed = pages.chunk(0).flatten() if pages.num_chunks == 1 else None
+    if typed is None or not pa.types.is_struct(typed.type):
         return None
-    if len(records) != count or records.null_count:
+    if len(typed) != len(records) or typed.null_count:
         return None
     kind = record_type(fields)
-    known = records.type.equals(kind)
+    known = typed.type.equals(kind)
     if not known:
         try:
-            records = _project(records, kind)
+            typed = _project(typed, kind)
         except (pa.ArrowException, KeyError):
             return None
-        if not records.type.equals(kind):
+        if not typed.type.equals(kind):
             return None
     try:
-        if not _exact(records):
+        if not _exact(typed):
             return None
-    except pa.ArrowException:  # an integer whose abs overflows: not exact either
+    except pa.ArrowException:
         return None
-    return NativePage(pl.Series("r", records), known)
+    return NativePage(typed, known)
