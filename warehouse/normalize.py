@@ -59,9 +59,10 @@ S = pl.String()
 _COLON = '":'
 _ESCAPED_COLON = '\\":'
 _DOUBLE_BACKSLASH_COLON = '\\\\":'
-# What makes a record without unknown keys count one: a string value starting with `:`, or
-# `\\":` (see `_extras`).
-_FOOLING = [f'{c}":' for c in ":,[ \t\n\r"] + [_DOUBLE_BACKSLASH_COLON]
+# What can make a record without unknown keys count one (see `_extras`): a string value
+# starting with `:` (its opening quote after `:`, `,`, `[` or whitespace), or `\\":`. A
+# superset (any backslash before `":`, any whitespace) only counts a few more records.
+_FOOLING = r'[:,\[\s\\]":'
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _extras(
     n = len(records)
     r = pl.col("r").str
     frame = pl.DataFrame({"r": records, "known": known_keys})
-    counted = frame.select((~pl.col("known")) | r.contains_any(_FOOLING)).to_series().arg_true()
+    counted = frame.select((~pl.col("known")) | r.contains(_FOOLING)).to_series().arg_true()
     unknown = (
         frame[counted]
         .select(
@@ -244,9 +245,14 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     typed, deduplicated tables: one column per field of the field table."""
     plan = _plan(fields)
     cdrs_spec = plan.specs[CDRS.name]
-    # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined).
-    with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
-    raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
+    # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined),
+    # after the others. A group with neither (the usual one) stays as it is, uncopied.
+    ids = raw.get_column("id")
+    if ids.null_count() or ids.n_unique() != raw.height:
+        with_id = raw.filter(pl.col("id").is_not_null()).unique(
+            "id", keep="last", maintain_order=True
+        )
+        raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
     extra, data_extra = _extras(raw["record"], raw["type"], raw["known_keys"], plan)
     df = raw.select(
         "record",
