@@ -487,20 +487,18 @@ def decode_page_counted(
 def _native_frame(record: pl.Series, page: NativePage) -> pl.DataFrame:
     """`_frame` for a natively decoded page, built in Arrow and converted once."""
     typed, n = page.records, len(record)
-    table = pa.table(
-        {
-            "id": typed.field("id"),
-            "type": typed.field("type"),
-            "started_at_raw": typed.field("started_at"),
-            "date": pa.nulls(n, pa.date32()),
-            "r": typed,
-            "struct_reason": pa.nulls(n, pa.string()),
-            "money_reason": pa.nulls(n, pa.string()),
-            "known_keys": pa.repeat(page.known_keys, n),
-        }
-    )
-    frame = pl.DataFrame(pl.from_arrow(table)).with_columns(record)
-    return frame.select(DECODED_COLUMNS)
+    columns = {
+        "id": typed.field("id"),
+        "type": typed.field("type"),
+        "started_at_raw": typed.field("started_at"),
+        "record": record.to_arrow(),
+        "date": pa.nulls(n, pa.date32()),
+        "r": typed,
+        "struct_reason": pa.nulls(n, pa.string_view()),
+        "money_reason": pa.nulls(n, pa.string_view()),
+        "known_keys": pa.repeat(page.known_keys, n),
+    }
+    return pl.DataFrame(pl.from_arrow(pa.table({c: columns[c] for c in DECODED_COLUMNS})))
 
 
 def _frame(

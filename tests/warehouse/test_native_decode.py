@@ -207,7 +207,8 @@ def test_an_integer_the_tolerant_path_reads_through_f64_is_not_taken_natively(
     records = _records(page)
     i = next(j for j, r in enumerate(records) if re.search(rb'"queue":\{"id":[0-9]+', r))
     odd = _rewrite(page, i, _queue_id(records[i], token))
-    assert decode_native(odd, pl.Series(_records(odd), dtype=pl.Binary).cast(pl.String)) is None, why
+    texts = pl.Series(_records(odd), dtype=pl.Binary).cast(pl.String)
+    assert decode_native(odd, texts) is None, why
     native, alone, taken = _both([odd])
     assert taken == [False]
     _assert_same(native, alone)
