@@ -11,12 +11,14 @@ same way as on the tolerant path.
 
 `decode_native` returns None for any page it cannot decode *exactly as the tolerant path
 would* (`warehouse.decode`), and the caller then decodes the whole page that way: a reader
-error (a value of the wrong type, a key twice, a number no type holds, a bad escape), a money
-value written as a JSON string (the reader would take it; the tolerant path quarantines it), a
-cost the decimal type cannot hold exactly (more integer digits than the precision allows: the
-reader only checks the decimals), an integer past 2**53 or a float that is negative zero, not
-finite (the tolerant path reads numbers through f64 text), a record that is not an object, or
-a record count that differs from the page's split. The page's records themselves (the
+error (a value of the wrong type, a key twice, a number no type holds, a bad escape, unknown
+fields whose type differs between records), a money value written as a JSON string or a key
+spelled with a `\\u` escape of an ASCII character (the reader would take the string as a
+number; the tolerant path quarantines it), a cost the decimal type cannot hold exactly (more
+integer digits than the precision allows: the reader only checks the decimals), an integer
+past 2**53 or a float that is negative zero or not finite (the tolerant path reads numbers
+through f64 text), a record that is not an object, or a record count that differs from the
+page's split. The page's records themselves (the
 `raw_cdrs` bytes) come from its msgspec split, as on the tolerant path.
 """
 
