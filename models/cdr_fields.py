@@ -4,7 +4,9 @@ One `CdrField` per leaf of the record: its JSON path, its type (with the exact d
 money), which warehouse table and column it lands in, and what it means. Everything else is
 built from `CDR_FIELDS` (and takes a table as a parameter, this one by default):
 
-* the decode struct of a record (`warehouse.decode.record_dtype`: every leaf read as text);
+* the Arrow schema of the native decode (`warehouse.native.record_type`: every leaf typed, money
+  as `decimal128(precision, scale)`) and the tolerant decode's struct
+  (`warehouse.decode.record_dtype`: every leaf read as text);
 * the typed tables' projections, casts and per-field quarantine rules (`warehouse.normalize`);
 * the `TableSpec`s of `cdrs` and the per-type tables (`models.tables.cdr_table_specs`), hence the
   data dictionary (`docs/warehouse.md`) and the DuckDB views;

@@ -278,6 +278,7 @@ def build_cdr_assets(
                     (stats.rows, seconds),
                     api_total=stats.api_total,
                     pages=stats.pages,
+                    native_pages=stats.native_pages,
                     sub_windows=len(stats.windows),
                     bytes=stats.bytes,
                 )

@@ -1,10 +1,11 @@
 """One UTC day of CDRs, landed in one pass: fetched, decoded once, written as every CDR table.
 
-The event loop fetches pages and decodes each record once into typed columns
-(`decode_page_typed`); one worker thread collects them into row groups and, for each group,
-writes the exact records to `raw_cdrs`, projects the typed tables (`normalize_decoded`) and
-writes them, and folds the group into the day's checks. Polars and Parquet release the GIL, so
-the second core works while the loop receives. Every table is one atomic partition, and the day
+The event loop fetches pages; two decoder threads decode each page once into typed columns
+(`decode_page_counted`: one native pyarrow pass, or the tolerant path for a page it refuses);
+one writer thread collects them, in page order, into row groups and, for each group, writes
+the exact records to `raw_cdrs`, projects the typed tables (`normalize_decoded`) and writes
+them, and folds the group into the day's checks. pyarrow, polars and Parquet release the GIL,
+so both cores work while the loop receives. Every table is one atomic partition, and the day
 replaces the previous one only when every blocking check passes (`DayChecks.whole`); otherwise
 nothing of it is published, and its raw records go to the lake's rejected area. Memory is
 bounded by a few row groups, whatever the size of the day, and by bytes, whatever the size of
@@ -36,7 +37,7 @@ from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
-from warehouse.decode import decode_page_typed, with_decoded
+from warehouse.decode import decode_page_counted, with_decoded
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import normalize_decoded
 
@@ -63,8 +64,11 @@ ROW_GROUP_BYTES = 48 * 2**20
 BIG_GROUP_BYTES = 16 * 2**20
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
-# Decoded pages handed to the writer thread and not yet written: bounds memory.
-WRITE_AHEAD_PAGES = 2
+# Pages being decoded or written at once (bounds memory, with the client's byte budget): enough
+# to keep both decoder threads busy while the writer writes.
+WRITE_AHEAD_PAGES = 4
+# Threads decoding pages: the native pass releases the GIL, so two use both cores.
+DECODE_THREADS = 2
 RAW_COLUMNS = RAW_SPEC.column_names
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,6 +90,7 @@ class DayStats:
 
     rows: int = 0
     pages: int = 0
+    native_pages: int = 0  # decoded in the one native pass (the others: the tolerant path)
     bytes: int = 0
     api_total: int = 0
     windows: set[tuple[str, str]] = field(default_factory=set)
@@ -174,14 +179,14 @@ async def pull_day(
 ) -> None:
     """Fetch one day, decode every page and hand it to `write`, in page order.
 
-    Three threads share the work: the event loop receives pages, one thread decodes them and
-    one writes (`write`), each page's write waiting for the previous one. Decoding and writing
-    are mostly polars and Parquet, which release the GIL, so both cores stay busy."""
+    The event loop receives pages, two threads decode them and one writes (`write`), each
+    page's write waiting for the previous one. Decoding and writing are mostly pyarrow, polars
+    and Parquet, which release the GIL, so both cores stay busy."""
     start, end = partition_window(partition)
     loop = asyncio.get_running_loop()
     landing: deque[asyncio.Task[int]] = deque()
     with (
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-decode") as decoder,
+        ThreadPoolExecutor(max_workers=DECODE_THREADS, thread_name_prefix="cdr-decode") as decoder,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-write") as writer,
     ):
 
@@ -192,10 +197,13 @@ async def pull_day(
             # once decoded, nor the frame once written (a 40 MB record is held once, not thrice).
             size = len(body[0])
             try:
-                frame = [await loop.run_in_executor(decoder, _take_and, decode_page_typed, body)]
+                decoded = await loop.run_in_executor(decoder, _take_and, decode_page_counted, body)
+                frame, native = [decoded.frame], decoded.native
+                del decoded
                 if previous is not None:
                     await previous  # page order: the previous page is written first
                 height = frame[0].height
+                stats.native_pages += native
                 if height:
                     await loop.run_in_executor(writer, _take_and, write, frame)
                 return height

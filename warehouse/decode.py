@@ -3,13 +3,17 @@
 * `decode_page(body)` splits one page into records (one minified JSON string per record,
   unknown fields included) with msgspec, odd pages included (minified by msgspec, each token as
   written); it never builds a dict per record.
-* `decode_page_typed(body)` adds `r`: each record decoded once (`str.json_decode`) into a struct
-  of the field table's paths (`models.cdr_fields`, `record_dtype`) whose leaves are all
-  *strings*, so a scalar of the wrong type never fails the whole page: it fails its own cast
-  later, and the record goes to quarantine with a reason.
-  `struct_reason` says why a record could not be decoded (its structure, or a value no decoder
-  reads).
-* `with_decoded(raw)` does the same for `raw_cdrs` rows read back from the lake.
+* `decode_page_typed(body)` (and `decode_page_counted`, which also says which path it took)
+  adds `r`: each record decoded once into a struct of the field table's paths
+  (`models.cdr_fields`), each leaf typed as its column (`warehouse.native.typed_dtype`).
+  A page is decoded in one native pass (`warehouse.native`: pyarrow under the field table's
+  Arrow schema); a page that pass refuses goes whole to the tolerant path: every leaf decoded
+  as *text* (`str.json_decode` into `record_dtype`), so a scalar of the wrong type never fails
+  the whole page, then cast (`to_typed`: a value that does not cast is null, money checked
+  exact against the record's text). `struct_reason` says why a record could not be decoded
+  (its structure, or a value no decoder reads), `money_reason` why its money is not exact.
+* `with_decoded(raw)` does the same, by the tolerant path, for `raw_cdrs` rows read back from
+  the lake.
 
 One odd record never stops a page: a page msgspec cannot split (a 3,000-deep array, `NaN`) is
 split by `models.jsonpage`, byte for byte; a record that is not UTF-8 is kept as `base64:` and
@@ -26,10 +30,11 @@ import base64
 import math
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import polars as pl
+import pyarrow as pa
 import simdjson
 
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
@@ -43,6 +48,8 @@ from models.jsonpage import (
     tokens,
 )
 from models.tables import RAW_CDRS
+from warehouse.money import Money, exact_costs
+from warehouse.native import NativePage, decode_native, typed_dtype
 
 S = pl.String()
 
@@ -307,6 +314,8 @@ def _page_error(body: bytes) -> None:
     del doc
 
 
+# The columns of a decoded page: `raw_cdrs`'s, then what `warehouse.normalize` projects from.
+DECODED_COLUMNS = (*RAW_CDRS.column_names, "r", "struct_reason", "money_reason", "known_keys")
 _DECODE_CHUNK = 8192
 # A page past this is dropped by `decode_page_typed` before its records are decoded.
 BIG_PAGE_BYTES = 8 * 2**20
@@ -403,30 +412,53 @@ def _bisect(records: pl.Series, reasons: list[str | None], dtype: pl.Struct) -> 
     return decoded
 
 
-def decode_page_typed(body: bytes, fields: CdrFieldTable = CDR_FIELDS) -> pl.DataFrame:
-    """One page -> its `raw_cdrs` rows plus each record decoded once into typed columns.
+def decode_page_typed(
+    body: bytes, fields: CdrFieldTable = CDR_FIELDS, *, native: bool = True
+) -> pl.DataFrame:
+    """One page -> its `raw_cdrs` rows plus each record decoded once into typed columns
+    (`decode_page_counted` without saying which path it took)."""
+    return decode_page_counted(body, fields, native=native).frame
+
+
+class Decoded(NamedTuple):
+    frame: pl.DataFrame
+    native: bool  # decoded in the one native pass (else by the tolerant path)
+
+
+def decode_page_counted(
+    body: bytes, fields: CdrFieldTable = CDR_FIELDS, *, native: bool = True
+) -> Decoded:
+    """One page -> its `raw_cdrs` rows plus each record decoded once into typed columns, and
+    whether the native pass decoded it.
 
     The `raw_cdrs` columns keep every record's exact bytes (so a day can be normalized again
     from the lake, and nothing the spec does not know is lost); `r` is the record as a struct of
-    the spec's fields, `struct_reason` says why a record could not be decoded into it. This is
-    the one JSON decode of a record on the fetch path: `normalize_decoded` only projects.
+    the field table's paths, each leaf typed as its column (`typed_dtype`, timestamps as text),
+    `struct_reason` says why a record could not be decoded into it and `money_reason` why its
+    money is not exact. This is the one JSON decode of a record on the fetch path:
+    `normalize_decoded` only projects.
 
-    Fast path: msgspec only splits the page into records (no values built), and id, type and
-    started_at come from the typed columns. Pages it does not fit take `decode_page`'s path.
-    `fields` is the field table whose paths `r` holds.
+    msgspec splits the page into records (no values built): their exact bytes. Then the whole
+    page is decoded in one native pass (`warehouse.native`, pyarrow under the field table's
+    Arrow schema); a page it refuses goes whole to the tolerant path, which decides record by
+    record (every leaf read as text, then cast: `to_typed`). Pages msgspec does not fit take
+    `decode_page`'s path, tolerant too. `native=False` forces the tolerant path (tests compare
+    the two). `fields` is the field table whose paths `r` holds.
 
-    A big page (a record of 40 MB) is let go of as soon as its records are copied out, before
-    they are decoded (the decode of a 40 MB string takes ~3x its size for a moment): the caller
-    must hold no other reference to `body`. Its heads are read first, so that a page whose
-    records do not all decode takes `decode_page`'s path without it."""
+    A big page (a record of 40 MB) takes the tolerant path and is let go of as soon as its
+    records are copied out, before they are decoded (the decode of a 40 MB string takes ~3x its
+    size for a moment): the caller must hold no other reference to `body`. Its heads are read
+    first, so that a page whose records do not all decode takes `decode_page`'s path without
+    it."""
     try:
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
-        return with_decoded(decode_page(body), fields)
+        return Decoded(with_decoded(decode_page(body), fields), False)
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
-        return with_decoded(decode_page(body), fields)
+        return Decoded(with_decoded(decode_page(body), fields), False)
+    big = len(body) > BIG_PAGE_BYTES
     heads: list[_Head] | None = None
-    if len(body) > BIG_PAGE_BYTES:
+    if big:
         try:
             heads = _HEADS.decode(body).cdrs
         except _MALFORMED:
@@ -434,8 +466,12 @@ def decode_page_typed(body: bytes, fields: CdrFieldTable = CDR_FIELDS) -> pl.Dat
     try:
         record = pl.Series("record", [bytes(r) for r in raws], dtype=pl.Binary()).cast(S)
     except pl.exceptions.PolarsError:
-        return with_decoded(decode_page(body), fields)  # a record that is not UTF-8
+        return Decoded(with_decoded(decode_page(body), fields), False)  # not UTF-8
     del raws
+    if native and not big:
+        page = decode_native(body, record, fields)
+        if page is not None:
+            return Decoded(_native_frame(record, page), True)
     if heads is not None:
         del body  # the records are in `record`; what `decode_page` would do is `_raw_frame`
     try:
@@ -443,24 +479,145 @@ def decode_page_typed(body: bytes, fields: CdrFieldTable = CDR_FIELDS) -> pl.Dat
     except pl.exceptions.PolarsError:
         # Some record's structure is off: per record.
         if heads is not None:
-            return with_decoded(_raw_frame(heads, record), fields)
-        return with_decoded(decode_page(body), fields)
-    top = pl.col("r").struct
-    return (
-        pl.DataFrame({"record": record, "r": decoded})
-        .with_columns(
-            top.field("id").alias("id"),
-            top.field("type").alias("type"),
-            top.field("started_at").alias("started_at_raw"),
-            # The partition column: written by the path, not into the file.
-            pl.lit(None, pl.Date()).alias("date"),
-            pl.lit(None, S).alias("struct_reason"),
-        )
-        .select(*RAW_CDRS.column_names, "r", "struct_reason")
-    )
+            return Decoded(with_decoded(_raw_frame(heads, record), fields), False)
+        return Decoded(with_decoded(decode_page(body), fields), False)
+    return Decoded(_frame(record, *to_typed(record, decoded, fields)), False)
+
+
+def _native_frame(record: pl.Series, page: NativePage) -> pl.DataFrame:
+    """`_frame` for a natively decoded page, built in Arrow and converted once."""
+    typed, n = page.records, len(record)
+    columns = {
+        "id": typed.field("id"),
+        "type": typed.field("type"),
+        "started_at_raw": typed.field("started_at"),
+        "record": record.to_arrow(),
+        "date": pa.nulls(n, pa.date32()),
+        "r": typed,
+        "struct_reason": pa.nulls(n, pa.string_view()),
+        "money_reason": pa.nulls(n, pa.string_view()),
+        "known_keys": pa.repeat(page.known_keys, n),
+    }
+    return pl.DataFrame(pl.from_arrow(pa.table({c: columns[c] for c in DECODED_COLUMNS})))
+
+
+def _frame(
+    record: pl.Series,
+    typed: pl.Series,
+    money_reason: pl.Series | None,
+    *,
+    known_keys: bool = False,
+) -> pl.DataFrame:
+    """A page's decoded rows from its records and their typed struct: id, type and
+    started_at come from the struct (the page split read no values). `known_keys`: the native
+    pass found no key the field table does not name."""
+    n = len(record)
+    top = typed.struct
+    columns = {
+        "id": top.field("id"),
+        "type": top.field("type"),
+        "started_at_raw": top.field("started_at"),
+        "record": record,
+        # The partition column: written by the path, not into the file.
+        "date": pl.repeat(None, n, dtype=pl.Date(), eager=True),
+        "r": typed,
+        "struct_reason": pl.repeat(None, n, dtype=S, eager=True),
+        "money_reason": (
+            pl.repeat(None, n, dtype=S, eager=True) if money_reason is None else money_reason
+        ),
+        "known_keys": pl.repeat(known_keys, n, dtype=pl.Boolean(), eager=True),
+    }
+    return pl.DataFrame({name: columns[name].alias(name) for name in DECODED_COLUMNS})
 
 
 def with_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> pl.DataFrame:
-    """`raw_cdrs` rows plus `r` and `struct_reason` (see `decode_page_typed`)."""
+    """`raw_cdrs` rows plus `r`, `struct_reason` and `money_reason` (see
+    `decode_page_typed`), by the tolerant path."""
     decoded, struct_reason = _decode_records(raw["record"], record_dtype(fields))
-    return raw.with_columns(r=decoded, struct_reason=struct_reason)
+    typed, money_reason = to_typed(raw["record"], decoded, fields)
+    return raw.with_columns(
+        r=typed, struct_reason=struct_reason, money_reason=money_reason, known_keys=pl.lit(False)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the tolerant path's casts: text leaves -> the typed struct the native path reads directly
+
+
+def _bool(expr: pl.Expr) -> pl.Expr:
+    return expr.replace_strict(
+        {"true": True, "false": False}, default=None, return_dtype=pl.Boolean()
+    )
+
+
+def cast_text(text: pl.Expr, dtype: Any) -> pl.Expr:
+    """A decoded text leaf cast to a column type, null when it does not cast (an int goes
+    through f64, as the text did)."""
+    if dtype == pl.Boolean():
+        return _bool(text)
+    if dtype == pl.Float64():
+        return text.cast(pl.Float64(), strict=False)
+    if dtype == pl.Int64():
+        return text.cast(pl.Float64(), strict=False).cast(pl.Int64(), strict=False)
+    if dtype in (S, pl.List(S)):
+        return text
+    raise ValueError(f"no text cast to {dtype}")
+
+
+@cache
+def _moneys(fields: CdrFieldTable) -> tuple[Money, ...]:
+    return tuple(Money.of(f) for f in fields.fields if f.kind == "decimal")
+
+
+def _typed_struct(
+    text: pl.Expr, dtype: pl.Struct, path: tuple[str, ...], money: Mapping[tuple[str, ...], str]
+) -> pl.Expr:
+    parts = []
+    for field in dtype.fields:
+        at = (*path, field.name)
+        child = text.struct.field(field.name)
+        if isinstance(field.dtype, pl.Struct):
+            expr = _typed_struct(child, field.dtype, at, money)
+        elif at in money:
+            expr = pl.col(money[at])
+        else:
+            expr = cast_text(child, field.dtype)
+        parts.append(expr.alias(field.name))
+    return pl.struct(parts)
+
+
+def to_typed(
+    records: pl.Series, decoded: pl.Series, fields: CdrFieldTable = CDR_FIELDS
+) -> tuple[pl.Series, pl.Series]:
+    """(`r` typed as the native path reads it, `money_reason`) from the tolerant decode's
+    text leaves: each leaf cast to its column's type (null when it does not cast), money
+    checked exact against the record's text (`warehouse.money`); `money_reason` says why a
+    record's money is not exact (a JSON string, more decimals or digits than the type holds,
+    not a number), null when it is."""
+    frame = pl.DataFrame({"record": records, "r": decoded})
+    money: dict[tuple[str, ...], str] = {}
+    reasons: list[pl.Expr] = []
+    for i, m in enumerate(_moneys(fields)):
+        text_leaf = frame["r"].struct.field(m.field.path)
+        text, is_string, misfit = exact_costs(records, text_leaf, m)
+        value = text.cast(m.field.dtype, strict=False)
+        money[m.field.keys] = name = f"__money_{i}"
+        frame = frame.with_columns(
+            **{name: value, f"{name}_text": text_leaf, f"{name}_string": is_string},
+            **{f"{name}_misfit": misfit},
+        )
+        reasons += [
+            pl.when(pl.col(f"{name}_string")).then(pl.lit(f"{m.field.path} is a string")),
+            pl.col(f"{name}_misfit"),
+            pl.when(
+                pl.col(f"{name}_text").is_not_null()
+                & pl.col(name).is_null()
+                & pl.col(f"{name}_misfit").is_null()
+            ).then(pl.lit(f"{m.field.path} is not a decimal")),
+        ]
+    reason = pl.concat_str(reasons, separator="; ", ignore_nulls=True) if reasons else pl.lit("")
+    out = frame.select(
+        _typed_struct(pl.col("r"), typed_dtype(fields), (), money).alias("r"),
+        pl.when(reason != "").then(reason).otherwise(None).alias("money_reason"),
+    )
+    return out["r"], out["money_reason"]

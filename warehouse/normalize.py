@@ -1,14 +1,15 @@
 """Typed CDR tables (`cdrs`, per-type tables, quarantine) projected from decoded records.
 
 `normalize_decoded(rows)` takes rows of `warehouse.decode.decode_page_typed` (the one JSON decode
-of each record) and only projects and casts: str -> Decimal(18,6) for cost, timestamps to UTC
-milliseconds, per-type `data` fields to typed columns. A value that fails its cast sends its
-record to `cdr_quarantine` with a reason. `normalize(raw)` does the same from `raw_cdrs` rows
-read back from the lake.
+of each record, its leaves already typed: natively, or cast by the tolerant path) and only
+projects: timestamps to UTC milliseconds, per-type `data` fields to their columns. A record
+that breaks a rule of the field table goes to `cdr_quarantine` with a reason.
+`normalize(raw)` does the same from `raw_cdrs` rows read back from the lake.
 
 Money is never rounded: a cost that Decimal(18,6) cannot hold exactly (more than 6 decimals
-that are not all zeros, or more than 12 integer digits) is quarantined with a reason, like a
-negative call or conversation duration. Every cost in `cdrs` equals the API's text as a Decimal.
+that are not all zeros, or more than 12 integer digits) is quarantined with a reason (the
+decode's `money_reason`), like a negative call or conversation duration. Every cost in `cdrs`
+equals the API's text as a Decimal.
 
 Fields the spec does not know are found cheaply (literal key counts against one regex of the
 known names; only rows with an unknown key take a slower orjson path) and kept in the `extra`
@@ -19,11 +20,9 @@ exact bytes.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from functools import cache
+from typing import Any
 
 import orjson
 import polars as pl
@@ -41,12 +40,14 @@ from models.tables import (
 )
 from warehouse.decode import (
     all_key_names,
+    cast_text,
     data_fields,
     parse_ts,
     record_dtype,
     with_decoded,
     with_timestamps,
 )
+from warehouse.native import typed_dtype
 
 S = pl.String()
 
@@ -58,131 +59,10 @@ S = pl.String()
 _COLON = '":'
 _ESCAPED_COLON = '\\":'
 _DOUBLE_BACKSLASH_COLON = '\\\\":'
-# f64 (what the decoded text went through) keeps 15-16 significant digits.
-_F64_DIGITS = 16
-
-
-@dataclass(frozen=True)
-class _Money:
-    """A top-level decimal field and how its exact value is checked (never rounded).
-
-    The decoded value went through f64 (shortest repr). It equals the token exactly unless the
-    token has more decimals than the scale or an exponent (f64 may have dropped or rounded
-    digits: such a token is found in the record's text) or the decoded text has an exponent,
-    more decimals than the scale or too many digits for f64: only then is the token read from
-    the text and checked to fit Decimal(precision, scale) exactly."""
-
-    field: CdrField
-    key: str  # `"cost":`
-    token_re: str
-    inexact_re: str
-    long_token_re: str
-    quantum: Decimal
-    limit: Decimal
-    more_decimals: str
-    more_digits: str
-
-    @staticmethod
-    def of(f: CdrField) -> _Money:
-        if len(f.keys) != 1 or f.precision is None or f.scale is None:
-            raise ValueError(
-                f"{f.path}: a decimal field is checked exact on the record's text, "
-                "so it must be a top-level field"
-            )
-        p, s = f.precision, f.scale
-        key = f'"{f.path}":'
-        k = re.escape(key)
-        return _Money(
-            field=f,
-            key=key,
-            token_re=k + r"(-?[0-9][0-9.eE+-]*)",
-            inexact_re=rf"[eE]|\.[0-9]{{{s + 1}}}|[0-9]{{{_F64_DIGITS - s}}}",
-            long_token_re=k + rf"-?[0-9]*(?:\.[0-9]{{{s + 1}}}|[.0-9]*[eE])",
-            quantum=Decimal(1).scaleb(-s),
-            limit=Decimal(10) ** (p - s),
-            more_decimals=f"{f.path} has more than {s} decimals (Decimal({p},{s}) would round it)",
-            more_digits=f"{f.path} has more than {p - s} integer digits "
-            f"(out of Decimal({p},{s})'s range)",
-        )
-
-
-class _Num(str):
-    """A JSON number token as written (json.loads parse_float/parse_int)."""
-
-
-def _cost_fit(token: str, money: _Money) -> tuple[str, str | None]:
-    """(text to cast, why it cannot be cast exactly) for a money token as written: a token that
-    fits Decimal(precision, scale) exactly comes back in plain notation (`1.5e0` -> `1.500000`)."""
-    try:
-        value = Decimal(token)
-    except InvalidOperation:
-        return token, None  # not a number: the cast fails and says so
-    if not value.is_finite():
-        return token, None
-    if value.is_zero():
-        return "0", None  # `0e5`, `-0.0`
-    if abs(value) >= money.limit:
-        return token, money.more_digits
-    exact = value.quantize(money.quantum)
-    if exact != value:
-        return token, money.more_decimals
-    return format(exact, "f"), None
-
-
-def _exact_costs(
-    records: pl.Series, decoded: pl.Series, money: _Money
-) -> tuple[pl.Series, pl.Series, pl.Series]:
-    """(money text to cast, the top-level value is a JSON string, why it does not fit
-    Decimal(precision, scale) exactly) per record, for one top-level decimal field (`cost`).
-
-    The text is the decoded text except where it may not be the token exactly (`inexact_re` on
-    the decoded text, `long_token_re` on the record's); there the token is taken from the record
-    text (one polars extract when the record has a single `"cost":` key, json with exact numbers
-    otherwise) and checked to fit (`_cost_fit`). Only rows that contain `"cost":"` are checked
-    for a string value, the same way."""
-    frame = pl.DataFrame({"rec": records, "dec": decoded})
-    flags = frame.select(
-        inexact=(
-            pl.col("dec").str.contains(money.inexact_re)
-            | pl.col("rec").str.contains(money.long_token_re)
-        ).fill_null(False)
-        & pl.col("dec").is_not_null(),
-        string=pl.col("rec").str.contains(money.key + '"', literal=True).fill_null(False)
-        & pl.col("dec").is_not_null(),
-    )
-    idx = (flags["inexact"] | flags["string"]).arg_true()
-    is_string = pl.Series([False] * len(records), dtype=pl.Boolean())
-    misfit = pl.Series([None] * len(records), dtype=S)
-    if idx.len() == 0:
-        return decoded, is_string, misfit
-    sub = frame[idx].with_columns(
-        keys=pl.col("rec").str.count_matches(money.key, literal=True),
-        token=pl.col("rec").str.extract(money.token_re, 1),
-    )
-    texts = sub["dec"].to_list()
-    strings = [False] * sub.height
-    misfits: list[str | None] = [None] * sub.height
-    for j, (rec, keys, token) in enumerate(sub.select("rec", "keys", "token").iter_rows()):
-        if keys == 1:  # the only `"cost":` is the top-level key (the record has a cost)
-            strings[j] = token is None
-            if token is not None:
-                texts[j], misfits[j] = _cost_fit(token, money)
-            continue
-        try:
-            obj = json.loads(rec, parse_float=_Num, parse_int=_Num)
-        except (ValueError, RecursionError):
-            continue
-        value = obj.get(money.field.path) if isinstance(obj, dict) else None
-        if isinstance(value, str):
-            strings[j] = not isinstance(value, _Num)
-            if isinstance(value, _Num):
-                texts[j], misfits[j] = _cost_fit(value, money)
-    exact = decoded.scatter(idx, pl.Series(texts, dtype=S))
-    return (
-        exact,
-        is_string.scatter(idx, pl.Series(strings, dtype=pl.Boolean())),
-        misfit.scatter(idx, pl.Series(misfits, dtype=S)),
-    )
+# What can make a record without unknown keys count one (see `_extras`): a string value
+# starting with `:` (its opening quote after `:`, `,`, `[` or whitespace), or `\\":`. A
+# superset (any backslash before `":`, any whitespace) only counts a few more records.
+_FOOLING = r'[:,\[\s\\]":'
 
 
 @dataclass(frozen=True)
@@ -194,7 +74,7 @@ class _Plan:
     known_key_re: str  # a key of any field's path, as a minified record writes it
     top_keys: frozenset[str]
     data_keys: dict[str, frozenset[str]]  # per known type
-    money: tuple[_Money, ...]
+    leaves: dict[tuple[str, ...], Any]  # the typed `r`'s leaf types (polars dtypes), by path
 
 
 @cache
@@ -209,8 +89,18 @@ def _plan(fields: CdrFieldTable) -> _Plan:
         known_key_re='"(?:' + "|".join(sorted(all_key_names(dtype))) + ')":',
         top_keys=frozenset(f.name for f in dtype.fields),
         data_keys=data_fields(fields),
-        money=tuple(_Money.of(f) for f in fields.fields if f.kind == "decimal"),
+        leaves=dict(_leaf_types(typed_dtype(fields))),
     )
+
+
+def _leaf_types(dtype: pl.Struct, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    out: list[tuple[tuple[str, ...], Any]] = []
+    for f in dtype.fields:
+        if isinstance(f.dtype, pl.Struct):
+            out += _leaf_types(f.dtype, (*path, f.name))
+        else:
+            out.append(((*path, f.name), f.dtype))
+    return out
 
 
 @dataclass(frozen=True)
@@ -234,26 +124,22 @@ class NormalizedTables:
         }
 
 
-def _bool(expr: pl.Expr) -> pl.Expr:
-    return expr.replace_strict(
-        {"true": True, "false": False}, default=None, return_dtype=pl.Boolean()
-    )
+def _extras(
+    records: pl.Series, types: pl.Series, known_keys: pl.Series, plan: _Plan
+) -> tuple[pl.Series, pl.Series]:
+    """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields.
 
-
-def _float(expr: pl.Expr) -> pl.Expr:
-    return expr.cast(pl.Float64(), strict=False)
-
-
-def _int(expr: pl.Expr) -> pl.Expr:
-    return expr.cast(pl.Float64(), strict=False).cast(pl.Int64(), strict=False)
-
-
-def _extras(records: pl.Series, types: pl.Series, plan: _Plan) -> tuple[pl.Series, pl.Series]:
-    """(`extra`, `data_extra`) JSON strings of unknown top-level / data fields."""
+    A record of a page the native pass found no unknown key in (`known_keys`) is counted only
+    when its text can fool the count: then each `":` not escaped is a known key's end (the
+    regex's match), but for a string starting with `:` (its opening quote follows `:`, `,`,
+    `[` or whitespace) and a key ending in an escaped backslash. Such a record is counted as
+    any other, so every record gets what the count gives it."""
     n = len(records)
     r = pl.col("r").str
+    frame = pl.DataFrame({"r": records, "known": known_keys})
+    counted = frame.select((~pl.col("known")) | r.contains(_FOOLING)).to_series().arg_true()
     unknown = (
-        records.to_frame("r")
+        frame[counted]
         .select(
             (
                 r.count_matches(_COLON, literal=True)
@@ -266,7 +152,7 @@ def _extras(records: pl.Series, types: pl.Series, plan: _Plan) -> tuple[pl.Serie
     )
     extra: list[str | None] = [None] * n
     data_extra: list[str | None] = [None] * n
-    idx = unknown.arg_true().to_list()
+    idx = counted.gather(unknown.arg_true()).to_list()
     if not idx:
         return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
     texts = records.gather(idx).to_list()
@@ -298,25 +184,20 @@ def _at(keys: tuple[str, ...]) -> pl.Expr:
     return expr
 
 
-def _typed(f: CdrField) -> pl.Expr:
-    """A field's decoded text cast to its column's type (null when it does not cast)."""
-    text = _at(f.keys)
-    if f.kind == "bool":
-        return _bool(text)
-    if f.kind == "float":
-        return _float(text)
-    if f.kind == "int":
-        return _int(text)
-    if f.kind in ("text", "text_list"):
-        return text
-    raise ValueError(f"{f.path}: a {f.kind} field is cast with its own checks")
+def _typed(f: CdrField, plan: _Plan) -> pl.Expr:
+    """A field's decoded value as its column's type: the typed leaf itself, or, where two CDR
+    types share a path with different types (a text leaf), its text cast."""
+    value = _at(f.keys)
+    leaf = plan.leaves[f.keys]
+    if leaf == f.dtype or f.kind == "timestamp":
+        return value
+    return cast_text(value, f.dtype)
 
 
-def _type_frame(
-    ok: pl.DataFrame, kind: str, spec: TableSpec, fields: CdrFieldTable
-) -> pl.DataFrame:
+def _type_frame(ok: pl.DataFrame, kind: str, spec: TableSpec, plan: _Plan) -> pl.DataFrame:
+    fields = plan.fields
     common = [pl.col(f.column) for f in fields.common]
-    specific = [_typed(f).alias(f.column) for f in fields.of_type(kind)]
+    specific = [_typed(f, plan).alias(f.column) for f in fields.of_type(kind)]
     tail = [pl.col("data_extra").alias("extra"), pl.col("date")]
     # Project first (struct fields and casts are cheap row-wise), then filter the flat columns:
     # filtering the wide nested `data` struct per type costs more than the whole projection.
@@ -335,20 +216,10 @@ def _reasons(plan: _Plan) -> list[pl.Expr]:
         for f in fields.top
         if f.required and f.kind != "timestamp"
     ]
-    for m in plan.money:
-        c = m.field.column
-        reasons += [
-            pl.when(pl.col(f"{c}_is_string")).then(pl.lit(f"{m.field.path} is a string")),
-            pl.col(f"{c}_misfit"),
-            pl.when(
-                _at(m.field.keys).is_not_null()
-                & pl.col(c).is_null()
-                & pl.col(f"{c}_misfit").is_null()
-            ).then(pl.lit(f"{m.field.path} is not a decimal")),
-        ]
+    reasons.append(pl.col("money_reason"))  # the decode's (a JSON string, too many digits)
     for f in fields.fields:
         if f.non_negative:
-            value = pl.col(f.column) if f.cdr_type is None else _typed(f)
+            value = pl.col(f.column) if f.cdr_type is None else _typed(f, plan)
             negative = value < 0 if f.cdr_type is None else (kind == f.cdr_type) & (value < 0)
             reasons.append(pl.when(negative).then(pl.lit(f"{f.path} is negative")))
     for f in fields.top:
@@ -374,33 +245,27 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     typed, deduplicated tables: one column per field of the field table."""
     plan = _plan(fields)
     cdrs_spec = plan.specs[CDRS.name]
-    # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined).
-    with_id = raw.filter(pl.col("id").is_not_null()).unique("id", keep="last", maintain_order=True)
-    raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
-    extra, data_extra = _extras(raw["record"], raw["type"], plan)
-    money: dict[str, pl.Series] = {}
-    for m in plan.money:
-        c = m.field.column
-        decoded = raw["r"].struct.field(m.field.path)
-        text, is_string, misfit = _exact_costs(raw["record"], decoded, m)
-        money |= {f"{c}_text": text, f"{c}_is_string": is_string, f"{c}_misfit": misfit}
+    # Keep the last copy of each id: later pages/revisions win. Null ids are kept (quarantined),
+    # after the others. A group with neither (the usual one) stays as it is, uncopied.
+    ids = raw.get_column("id")
+    if ids.null_count() or ids.n_unique() != raw.height:
+        with_id = raw.filter(pl.col("id").is_not_null()).unique(
+            "id", keep="last", maintain_order=True
+        )
+        raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
+    extra, data_extra = _extras(raw["record"], raw["type"], raw["known_keys"], plan)
     df = raw.select(
         "record",
         "started_at_raw",
         "r",
         "struct_reason",
+        "money_reason",
         # As the page's split found them: the quarantine's id and type when `r` is null.
         pl.col("id").alias("head_id"),
         pl.col("type").alias("head_type"),
-    ).with_columns(extra=extra, data_extra=data_extra, **money)
+    ).with_columns(extra=extra, data_extra=data_extra)
     df = df.with_columns(
-        (
-            pl.col(f"{f.column}_text").cast(f.dtype, strict=False)
-            if f.kind == "decimal"
-            else _typed(f)
-        ).alias(f.column)
-        for f in fields.top
-        if f.kind != "timestamp"
+        _typed(f, plan).alias(f.column) for f in fields.top if f.kind != "timestamp"
     )
     df = with_timestamps(
         df, {f.column: _at(f.keys) for f in fields.top if f.kind == "timestamp"}
@@ -435,9 +300,7 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
         "date",
         pl.struct(pl.col("r").struct.field("data")).alias("r"),
     )
-    per_type = {
-        t.table: _type_frame(slim, t.name, plan.specs[t.table], fields) for t in fields.types
-    }
+    per_type = {t.table: _type_frame(slim, t.name, plan.specs[t.table], plan) for t in fields.types}
     # A new CDR type also needs its attribute here (and its table in `pipelines.cdr_day`).
     return NormalizedTables(
         cdrs=cdrs.cast(cdrs_spec.polars_schema()),
