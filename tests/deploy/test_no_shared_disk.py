@@ -28,6 +28,10 @@ from warehouse.duck import connect
 from warehouse.lake import Lake
 from warehouse.viewsql import aggregate_names
 
+# Past the suite's 300 s: three pods and a fresh analyst on moto S3 took longer than that at
+# load ~40 (two suites and a benchmark on 2 cores). A deadline, not a wait.
+pytestmark = pytest.mark.timeout(600)
+
 POD_TIMEOUT_S = 300
 
 

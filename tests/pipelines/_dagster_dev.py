@@ -202,6 +202,9 @@ def _environment(
         CDRHOUSE_DATA_DIR=str(data_dir),
         # Run subprocesses import the code location from the repo, whatever the cwd.
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
+        # Dagster's 60 s for a call to the code server: a run launch timed out at load ~40 (two
+        # suites and a benchmark on 2 cores) and the run failed without a step failing.
+        DAGSTER_GRPC_TIMEOUT_SECONDS="240",
     )
     env.update(extra)
     return env
