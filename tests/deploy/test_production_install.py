@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.conftest import ServedApi
+from tests.pipelines.test_sandbox_extra import NO_EXTRA_COMMANDS
 from tests.support.cli import CliRun
 from tests.support.paths import REPO_ROOT
 from tests.support.wheelhouse import build_wheelhouse, closure, normalize, project_requirements
@@ -199,19 +200,7 @@ def test_ingest_from_a_production_install_lands_the_day_exactly(
     assert got == truth.costs
 
 
-@pytest.mark.parametrize(
-    ("argv", "extra_env", "needle"),
-    [
-        (
-            ["ingest", "--start", "{day}", "--end", "{next}"],
-            {"CC_API_BASE_URL": "sandbox"},
-            "CC_API_BASE_URL=sandbox",
-        ),
-        (["demo", "--days", "1"], {}, "CC_API_BASE_URL=sandbox"),
-        (["sandbox", "--port", "0"], {}, "`cdrhouse sandbox`"),
-    ],
-    ids=["ingest", "demo", "sandbox"],
-)
+@pytest.mark.parametrize(("argv", "extra_env", "needle"), NO_EXTRA_COMMANDS)
 def test_the_sandbox_without_its_extra_says_which_extra_to_install(
     fresh_venv: FreshVenv,
     served_sandbox: ServedApi,
