@@ -17,7 +17,6 @@ import os
 import pwd
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import psycopg2
 
 from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
 PG_USER = "dagster"
@@ -147,8 +147,7 @@ def _reaper(cleanup: str) -> subprocess.Popen[bytes]:
 
 def _stop_reaper(reaper: subprocess.Popen[bytes] | None) -> None:
     if reaper is not None:
-        reaper.terminate()
-        reaper.wait(timeout=10)
+        stop_process(reaper)
 
 
 def _pg_argv(bin_dir: Path, run_as: str | None, args: Sequence[str]) -> list[str]:
@@ -329,14 +328,7 @@ def start_moto(workdir: Path) -> Iterator[MotoS3]:
     finally:
         _forget_s3_clients()
         _stop_reaper(reaper)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_process(proc, group=True, grace_s=10)
 
 
 # ---------------------------------------------------------------- the API and the pod

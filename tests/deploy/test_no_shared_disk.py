@@ -24,6 +24,7 @@ import pytest
 from models.tables import ALL_TABLES
 from tests.deploy._services import MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
+from tests.support.processes import stop_process
 from warehouse.duck import connect
 from warehouse.lake import Lake
 from warehouse.viewsql import aggregate_names
@@ -68,37 +69,41 @@ def pods_lake(
     lake_uri = f"s3://{s3.create_bucket('cdrhouse-pods')}/lake"
     days = served_sandbox.days[-4:-1]
     pods = []
-    schema_ready = False
-    for i, day in enumerate(days):
-        workdir = tmp_path / f"pod-{i}"
-        (workdir / "tmp").mkdir(parents=True)
-        env = served_sandbox.env(
-            workdir,
-            postgres.env(database),
-            aws_env=s3.env(),
-            lake_uri=lake_uri,
-            extra={"TMPDIR": str(workdir / "tmp")},
-        )
-        if not schema_ready:
-            # As in a deployment, the instance's schema exists before any run pod starts (the
-            # webserver/daemon or `dagster instance migrate` creates it); pods that all found
-            # an empty database would race to create the same tables.
-            subprocess.run(
-                [sys.executable, "-m", "dagster", "instance", "migrate"],
-                env=env,
-                cwd=workdir,
-                check=True,
-                capture_output=True,
-                timeout=POD_TIMEOUT_S,
+    try:
+        schema_ready = False
+        for i, day in enumerate(days):
+            workdir = tmp_path / f"pod-{i}"
+            (workdir / "tmp").mkdir(parents=True)
+            env = served_sandbox.env(
+                workdir,
+                postgres.env(database),
+                aws_env=s3.env(),
+                lake_uri=lake_uri,
+                extra={"TMPDIR": str(workdir / "tmp")},
             )
-            schema_ready = True
-        args = ["ingest", "--start", day.isoformat(), "--end", str(day + timedelta(days=1))]
-        if i:
-            args.append("--no-snapshots")  # one pod takes the snapshots, as one run would
-        pods.append((workdir, _start(env, workdir, *args)))
+            if not schema_ready:
+                # As in a deployment, the instance's schema exists before any run pod starts (the
+                # webserver/daemon or `dagster instance migrate` creates it); pods that all found
+                # an empty database would race to create the same tables.
+                subprocess.run(
+                    [sys.executable, "-m", "dagster", "instance", "migrate"],
+                    env=env,
+                    cwd=workdir,
+                    check=True,
+                    capture_output=True,
+                    timeout=POD_TIMEOUT_S,
+                )
+                schema_ready = True
+            args = ["ingest", "--start", day.isoformat(), "--end", str(day + timedelta(days=1))]
+            if i:
+                args.append("--no-snapshots")  # one pod takes the snapshots, as one run would
+            pods.append((workdir, _start(env, workdir, *args)))
 
-    for workdir, proc in pods:
-        out, _ = proc.communicate(timeout=POD_TIMEOUT_S)
+        outs = [proc.communicate(timeout=POD_TIMEOUT_S)[0] for _, proc in pods]
+    finally:
+        for _, proc in pods:
+            stop_process(proc)  # a no-op for the ones that ended
+    for (workdir, proc), out in zip(pods, outs, strict=True):
         if proc.returncode != 0:
             events = postgres.query(
                 database,

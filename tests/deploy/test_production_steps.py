@@ -24,7 +24,6 @@ import contextlib
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from tests.deploy.conftest import ServedApi
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev
 from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 pytestmark = pytest.mark.timeout(900)
 README = REPO_ROOT / "README.md"
@@ -181,15 +181,7 @@ def _start(block: str, env: Mapping[str, str], log: Path) -> subprocess.Popen[by
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
+    stop_process(proc, group=True, grace_s=20)
 
 
 def _wait_for(

@@ -29,6 +29,7 @@ from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.deploy._services import MotoS3
 from tests.support.clock import SessionClock
 from tests.support.paths import REPO_ROOT
+from tests.support.processes import stop_process
 from tests.support.served import serve_sandbox
 from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
 
@@ -303,13 +304,16 @@ def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
     # Kill once a page is in the spooled file (past the 4-byte Parquet header): what the
     # file holds decides, not how long the machine took to get there.
     deadline = time.monotonic() + 120
-    while spooled_bytes() <= len(b"PAR1"):
-        assert proc.poll() is None, "the run ended before it wrote a page"
-        assert time.monotonic() < deadline, "raw_cdrs never wrote a page"
-        time.sleep(0.01)
-    assert proc.poll() is None
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    try:
+        while spooled_bytes() <= len(b"PAR1"):
+            assert proc.poll() is None, "the run ended before it wrote a page"
+            assert time.monotonic() < deadline, "raw_cdrs never wrote a page"
+            time.sleep(0.01)
+        assert proc.poll() is None
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()  # SIGKILL: this returns
+    finally:
+        stop_process(proc)  # when an assertion failed first
     assert proc.returncode == -signal.SIGKILL
 
     # The previous partition is still there, byte for byte; nothing partial is visible.

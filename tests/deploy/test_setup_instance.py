@@ -38,6 +38,7 @@ from tests.support.cli import (
     tree,
 )
 from tests.support.clock import SessionClock
+from tests.support.processes import stop_process
 from tests.support.served import ServedSandbox, serve_sandbox
 
 pytestmark = pytest.mark.timeout(300)
@@ -167,16 +168,19 @@ def test_postgres_stopped_mid_run_fails_fast_and_leaves_no_open_run(
     argv.append("--no-snapshots")
     asked = slow_api.sandbox.counters.get(CDRS_PATH, 0)
     proc = start_cdrhouse(argv, env)
-    # Stop PostgreSQL inside the first day's step: once its run asks for a CDR page (counted
-    # on arrival, answered 0.7 s later; only a run's step asks for CDRs). A deadline, not a wait.
-    deadline = time.monotonic() + 240
-    while slow_api.sandbox.counters.get(CDRS_PATH, 0) == asked:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no run asked for CDRs within 240 s"
-        time.sleep(0.01)
-    running.stop()
-    stopped = time.monotonic()
-    run = finish(proc, stopped, since="PostgreSQL was stopped")
+    try:
+        # Stop PostgreSQL inside the first day's step: once its run asks for a CDR page (counted
+        # on arrival, answered 0.7 s later; only a run's step asks for CDRs). A deadline.
+        deadline = time.monotonic() + 240
+        while slow_api.sandbox.counters.get(CDRS_PATH, 0) == asked:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no run asked for CDRs within 240 s"
+            time.sleep(0.01)
+        running.stop()
+        stopped = time.monotonic()
+        run = finish(proc, stopped, since="PostgreSQL was stopped")
+    finally:
+        stop_process(proc, group=True)  # a no-op once `finish` reaped it
 
     assert "Traceback" not in run.stdout + run.stderr, str(run)
     assert run.code == 2, str(run)

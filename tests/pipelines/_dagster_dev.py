@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,12 +25,13 @@ import pytest
 from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
 # Deadlines, not waits (each wait ends when the state is reached): a loaded 2-core machine
 # can take minutes to start `dagster dev` or to run a backfill.
 STARTUP_TIMEOUT_S = 300.0
-BACKFILL_TIMEOUT_S = 420.0
+BACKFILL_TIMEOUT_S = 900.0
 # `dagster dev` forwards SIGTERM to its webserver and daemon, which take a few seconds to stop.
 STOP_GRACE_S = 15.0
 # Variables that would point the code location at a real cluster or a stray instance.
@@ -235,20 +235,8 @@ def _wait_until_loaded(dev: DagsterDev) -> None:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole process group, then SIGKILL it if it lingers."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    # The run workers may outlive the parent; clear the group either way.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    """SIGTERM the whole process group (run workers may outlive the parent), then SIGKILL."""
+    stop_process(proc, group=True, grace_s=STOP_GRACE_S)
 
 
 @contextlib.contextmanager

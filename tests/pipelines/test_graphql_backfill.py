@@ -15,7 +15,7 @@ from tests.support.clock import SessionClock
 
 # Past the default 300 s: the shared `dagster dev` may start in this test's setup, and the
 # backfill waits for its runs (deadlines only: the waits end when the state is reached).
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.timeout(1500)
 
 
 @pytest.fixture(scope="module")

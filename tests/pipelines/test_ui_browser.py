@@ -38,7 +38,7 @@ from tests.support.screenshots import measure, page_region
 
 # Past the default 300 s: the shared `dagster dev` may start in a test's setup, and a backfill
 # waits for its runs (deadlines only: the waits end when the state is reached).
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
 
 # Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
 VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}

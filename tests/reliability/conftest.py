@@ -8,6 +8,7 @@ every cost at its latest revision. Pages are small (10 CDRs) so every day takes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -30,6 +31,7 @@ from pipelines.partitions import partition_window
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse_rows
 from tests.support.paths import REPO_ROOT
+from tests.support.processes import stop_process
 from tests.support.served import ServedSandbox, serve_sandbox
 
 SEED = 23
@@ -204,10 +206,10 @@ class Forker:
 
     def close(self) -> None:
         if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+            self.proc.stdin.close()  # the forker exits at the end of its input
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=60)
+        stop_process(self.proc)
 
 
 @pytest.fixture(scope="session")

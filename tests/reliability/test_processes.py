@@ -23,6 +23,7 @@ from connectors.sandbox import FaultConfig
 from pipelines.partitions import partition_window
 from tests.reliability.conftest import CDRS_PATH, LEDGER, Forker, assert_exact, job, run_ok
 from tests.support.lake import lake_files, tmp_files
+from tests.support.processes import stop_process
 from tests.support.served import ServedSandbox
 
 KILL_SEEDS = range(10)
@@ -134,9 +135,10 @@ def test_overlapping_backfills_with_an_analyst_connection_open(
         children = forker.wait()
         after = ask()
     finally:
-        stdin.close()
-        analyst.wait(timeout=30)
-        stdout.close()
+        stdin.close()  # the analyst exits at the end of its input
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            analyst.wait(timeout=60)
+        stop_process(analyst)  # closes stdout too
     # ... and ended before they did: they kept asking for CDRs after it had answered.
     assert _cdr_requests(served) > answered_at, "the read did not overlap the backfills"
     for child in children:

@@ -3,10 +3,14 @@ connectors.sandbox.serve`), for tests of the command itself and of tools that ne
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 
@@ -40,7 +44,33 @@ def served_process(
                 time.sleep(0.1)
         yield proc
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_process(proc)
+
+
+def stop_process(
+    proc: subprocess.Popen[Any], *, group: bool = False, grace_s: float = 15.0
+) -> None:
+    """SIGTERM `proc` (its whole process group when `group`), SIGKILL it after `grace_s`, and
+    reap it. Never leaves a child running or unreaped: a `wait(timeout=...)` that expires on a
+    loaded machine used to leave one, which pytest then reported in a later test."""
+
+    def signal_it(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+
+    if proc.poll() is None:
+        signal_it(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            signal_it(signal.SIGKILL)
+            proc.wait()  # SIGKILL cannot be ignored: this returns
+    if group:
+        signal_it(signal.SIGKILL)  # children that outlived the leader
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
