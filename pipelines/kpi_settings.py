@@ -33,6 +33,11 @@ def _zones() -> frozenset[str]:
     return (frozenset(zoneinfo.available_timezones()) - {"localtime"}) | {"UTC"}
 
 
+def known_timezone(name: str) -> bool:
+    """An IANA zone name both Python and DuckDB's ICU know (`localtime` excluded)."""
+    return name in _zones()
+
+
 class KpiVariables(BaseModel):
     """The business day's zone, the two thresholds, and the call values that mark inbound,
     outbound, answered and abandoned (comma-separated lists)."""
