@@ -116,7 +116,7 @@ class NightlyResult:
 
 
 def run_history(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
-    from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from pipelines.settings import DEFAULT_LOOKBACK_DAYS
 
     per_day = cdrs_per_day or scenario.cdrs_per_day
     today = datetime.now(UTC).date()
