@@ -3,7 +3,7 @@
     python -m bench.ingest --scenario history [--cdrs-per-day N]
 
 The nightly lookback run (yesterday + DEFAULT_LOOKBACK_DAYS earlier days, and the snapshots,
-as pipelines/schedules.py requests them) against a lake that already holds HISTORY_SMALL days,
+as pipelines/defs/automation/schedules.py requests them) against a lake that already holds HISTORY_SMALL days,
 then the same against one holding `Scenario.days` (365) days. "Yesterday" is two days back,
 like the other scenarios, so every CDR of it has ended; it is new to the lake, the lookback
 days are re-materialized. Building 365 real days would cost 365 Dagster runs whose refresh
@@ -116,7 +116,7 @@ class NightlyResult:
 
 
 def run_history(scenario: Scenario, cdrs_per_day: int | None) -> dict[str, Any]:
-    from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from pipelines.settings import DEFAULT_LOOKBACK_DAYS
 
     per_day = cdrs_per_day or scenario.cdrs_per_day
     today = datetime.now(UTC).date()

@@ -6,22 +6,20 @@ it; they are check specs of that step. Four of them prove the day whole and are 
 (`BLOCKING_CHECKS`): the row count against the API's `metadata.total`, ids unique across the
 day, every `started_at` in the window, and raw = cdrs + quarantine. When one fails, nothing of
 the day is published (`pipelines.cdr_day`) and the step fails naming what was wrong. The
-snapshot checks read the latest snapshot of each table.
+snapshot checks are in `pipelines.defs.snapshots.checks`.
 """
 
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import dagster as dg
 import polars as pl
 
 from models.cdr_fields import CDR_FIELDS
-from models.tables import TABLES, TYPE_TABLES
+from models.tables import TYPE_TABLES
 from models.timestamps import iso_ms
 from pipelines.partitions import partition_window
-from pipelines.resources import WarehouseResource
 from warehouse.decode import with_timestamps
 from warehouse.lake import Lake
 from warehouse.normalize import NormalizedTables
@@ -37,17 +35,6 @@ BLOCKING_CHECKS: tuple[str, ...] = (ROW_COUNT_CHECK, IDS_CHECK, WINDOW_CHECK, RA
 TABLE_TYPES: dict[str, str] = {spec.name: kind for kind, spec in TYPE_TABLES.items()}
 # The `cdrs` columns no landed row may lack (normalization quarantines a record without them).
 REQUIRED_COLUMNS: tuple[str, ...] = tuple(f.column for f in CDR_FIELDS.top if f.required)
-# Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
-# table belongs to is simply the table name.
-SNAPSHOT_ID_TABLES: tuple[str, ...] = (
-    "users",
-    "queues",
-    "skills",
-    "teams",
-    "campaigns",
-    "numbers",
-    "caller_id_groups",
-)
 SAMPLE = 5
 
 CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
@@ -99,7 +86,7 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
 _CHECK_ASSETS: dict[str, dg.AssetKey] = {spec.name: spec.asset_key for spec in CDR_CHECK_SPECS}
 
 
-def _sample(values: pl.Series) -> list[str]:
+def id_sample(values: pl.Series) -> list[str]:
     return [str(v) for v in values.head(SAMPLE).to_list()]
 
 
@@ -142,7 +129,7 @@ class DayChecks:
         started = pl.col("started_at")
         outside = times.filter((started < start) | (started >= end))
         self.outside += outside.height
-        self.outside_sample = (self.outside_sample + _sample(outside["id"]))[:SAMPLE]
+        self.outside_sample = (self.outside_sample + id_sample(outside["id"]))[:SAMPLE]
 
     def add(self, raw_rows: int, tables: NormalizedTables) -> None:
         """Fold one normalized row group into the tallies (cheap column reductions only)."""
@@ -161,7 +148,7 @@ class DayChecks:
         self.quarantined += quarantine.height
         for reason, n in quarantine.group_by("reason").len().iter_rows():
             self._count(self.reasons, str(reason), int(n))
-        self.quarantine_sample = (self.quarantine_sample + _sample(quarantine["id"]))[:SAMPLE]
+        self.quarantine_sample = (self.quarantine_sample + id_sample(quarantine["id"]))[:SAMPLE]
 
     @staticmethod
     def _count(tally: dict[str, int], key: str, n: int) -> None:
@@ -228,10 +215,10 @@ class DayChecks:
                 IDS_CHECK,
                 passes[IDS_CHECK],
                 _plural(dup_hashes.len(), "duplicate id")
-                + f" among {self.received} records received{_eg(_sample(dupes))}",
+                + f" among {self.received} records received{_eg(id_sample(dupes))}",
                 rows=self.received,
                 duplicate_ids=dup_hashes.len(),
-                sample=_sample(dupes),
+                sample=id_sample(dupes),
             ),
             _result(
                 WINDOW_CHECK,
@@ -270,7 +257,7 @@ class DayChecks:
                 cdr_users=users.len(),
                 known_users=known_users.len(),
                 unknown_users=missing.len(),
-                sample=_sample(missing),
+                sample=id_sample(missing),
             ),
             _result(
                 "cdr_quarantine_empty",
@@ -362,57 +349,3 @@ def known_user_ids(lake: Lake, wanted: Collection[str]) -> pl.Series:
             known.append(ids)
             unseen.difference_update(ids.to_list())
     return pl.concat(known).unique() if known else pl.Series("id", [], dtype=pl.String)
-
-
-def latest_snapshot(
-    warehouse: WarehouseResource, table: str, columns: Sequence[str]
-) -> pl.DataFrame:
-    """The newest snapshot of a table (empty frame when none was taken yet)."""
-    lake = warehouse.lake()
-    keys = lake.partitions(table)
-    frames = list(lake.iter_batches(table, keys[-1], columns=columns)) if keys else []
-    if frames:
-        return pl.concat(frames)
-    spec = TABLES[table].file_schema()
-    return pl.DataFrame(schema={c: spec[c] for c in columns})
-
-
-def _ids_check(table: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=table,
-        name=f"{table}_snapshot_valid",
-        description=f"The latest {table} snapshot is non-empty and its ids are unique.",
-    )
-    def check(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        ids = latest_snapshot(warehouse, table, ["id"])["id"]
-        dupes = ids.filter(ids.is_duplicated()).unique()
-        return dg.AssetCheckResult(
-            passed=ids.len() > 0 and dupes.len() == 0,
-            metadata={"rows": ids.len(), "duplicate_ids": dupes.len(), "sample": _sample(dupes)},
-        )
-
-    return check
-
-
-@dg.asset_check(
-    asset="balance_snapshots",
-    description="The latest balance snapshot has one row whose amount is a valid decimal.",
-)
-def balance_is_decimal(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    df = latest_snapshot(warehouse, "balance_snapshots", ["amount", "amount_raw"])
-    raw = df["amount_raw"].to_list()
-    valid = True
-    for value in raw:
-        try:
-            valid = valid and value is not None and Decimal(value).is_finite()
-        except InvalidOperation:
-            valid = False
-    return dg.AssetCheckResult(
-        passed=df.height == 1 and valid and df["amount"].null_count() == 0,
-        metadata={"rows": df.height, "amount_raw": [str(v) for v in raw]},
-    )
-
-
-def build_snapshot_checks() -> list[dg.AssetChecksDefinition]:
-    """Non-empty + unique ids for every dimension snapshot, and a valid decimal balance."""
-    return [*(_ids_check(table) for table in SNAPSHOT_ID_TABLES), balance_is_decimal]

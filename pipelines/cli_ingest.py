@@ -126,7 +126,7 @@ def cmd_ingest(
     from pipelines.partitions import partition_keys
     from pipelines.preflight import fail_fast_storage, open_instance, uses_postgres
     from pipelines.resources import is_sandbox
-    from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
+    from pipelines.settings import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
     from warehouse.viewsql import WAREHOUSE_FILE
 

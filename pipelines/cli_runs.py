@@ -133,14 +133,14 @@ def run_ingest(
     line naming the failure file. Raises `pipelines.preflight.SetupError` (one line) when the
     instance database stops answering: the run cannot even be recorded as ended."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
-    from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
-    from pipelines.resources import ContactCenterResource
-    from pipelines.sensors import (
+    from pipelines.failures import (
         failure_summary,
         source_not_configured,
         summary_line,
         write_failure_summary,
     )
+    from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
+    from pipelines.resources import ContactCenterResource
 
     api = (defs.resources or {}).get("contact_center")
     if isinstance(api, ContactCenterResource) and api.key_by_value and not instance.is_ephemeral:
@@ -232,7 +232,7 @@ def _report_run(defs: dg.Definitions, days: int) -> _Planned:
     (the one the UI's "Materialize" button launches)."""
     import dagster as dg
 
-    from pipelines.report import REPORT_ASSET
+    from pipelines.names import REPORT_ASSET
 
     key = dg.AssetKey(REPORT_ASSET)
     job = defs.resolve_implicit_job_def_def_for_assets([key])
@@ -245,7 +245,7 @@ def _report_run(defs: dg.Definitions, days: int) -> _Planned:
 def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts: int = 5) -> None:
     """Create the API pool's limit row (at the instance's default limit) before any run.
 
-    `pool` defaults to `pipelines.assets.API_POOL` (looked up here, not at import time).
+    `pool` defaults to `pipelines.names.API_POOL` (looked up here, not at import time).
 
     Dagster creates it lazily inside the first step that claims a slot. On PostgreSQL, pods
     whose first runs start together race on that insert and the losers' runs fail (an
@@ -254,7 +254,7 @@ def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts:
     from sqlalchemy.exc import SQLAlchemyError
 
     if pool is None:
-        from pipelines.assets import API_POOL
+        from pipelines.names import API_POOL
 
         pool = API_POOL
     storage = instance.event_log_storage

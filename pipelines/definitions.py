@@ -1,8 +1,16 @@
-"""The Dagster code location of cdrhouse: combines assets, checks, schedules and resources.
+"""The Dagster code location of cdrhouse: merges the defs folder with the resources and executor.
 
-`build_defs()` takes explicit settings (tests and the CLI call it); the module-level `defs`, which
-`dagster dev` loads, reads them from the environment. This module and the CLI are the only places
-that read environment variables:
+The definitions live in `pipelines/defs`, one folder per concern (cdrs, snapshots, aggregates,
+report, freshness, automation), each with a builder taking explicit settings. This module only
+merges them:
+
+- `defs` (`@dg.definitions`), which `dg dev`, `dagster dev`, `dg check defs` and the code server
+  load from `-m pipelines.definitions`: the defs folder autoloaded by Dagster (each folder reads
+  its settings from the environment then), plus the resources and the executor. Nothing is read
+  from the environment when a module is imported: only when Dagster loads the definitions.
+- `build_defs()`, with explicit settings (tests and the CLI call it): the same builders, merged.
+
+The environment variables (read here, in `pipelines.location` and by the CLI):
 
 - `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s (here and by the
   CLI) so the key never appears in run config or in a job snapshot. `CC_API_BASE_URL=sandbox`
@@ -19,36 +27,56 @@ that read environment variables:
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
-from dagster._utils.warnings import BetaWarning, PreviewWarning
 
-from pipelines.aggregates import build_aggregate_assets
-from pipelines.assets import (
-    CDR_GROUP,
-    SNAPSHOT_GROUP,
-    api_retry_policy,
-    build_cdr_assets,
-    build_snapshot_assets,
+import pipelines.defs
+from pipelines.catalog import DEFAULT_OWNERS
+from pipelines.defs.aggregates.definitions import build_aggregates
+from pipelines.defs.automation.definitions import build_automation
+from pipelines.defs.cdrs.definitions import build_cdrs
+from pipelines.defs.freshness.definitions import build_freshness
+from pipelines.defs.report.definitions import build_report
+from pipelines.defs.snapshots.definitions import build_snapshots
+from pipelines.location import (
+    Builder,
+    Location,
+    build_quietly,
+    dagster_previews_accepted,
+    location_from_env,
 )
-from pipelines.catalog import DEFAULT_OWNERS, parse_owners, with_catalog
-from pipelines.checks import build_snapshot_checks
-from pipelines.freshness import build_freshness_check, build_freshness_job_and_schedule
-from pipelines.partitions import DEFAULT_START_DATE, daily_partitions
-from pipelines.report import build_report_asset, build_report_sensor
+from pipelines.names import CDR_JOB, SNAPSHOT_JOB
+from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.resources import ContactCenterResource, WarehouseResource
-from pipelines.schedules import DEFAULT_LOOKBACK_DAYS, build_nightly_schedule
-from pipelines.sensors import failure_summary_sensor
-from pipelines.settings import settings_from_env
+from pipelines.settings import DEFAULT_LOOKBACK_DAYS, settings_from_env
+from pipelines.steps import api_retry_policy
 
-CDR_JOB = "cdr_daily"
+__all__ = [
+    "CDR_JOB",
+    "SNAPSHOT_JOB",
+    "api_environ",
+    "build_defs",
+    "defs",
+    "defs_from_env",
+    "resources_from_env",
+    "start_date_from_env",
+]
+
 BASE_URL_VAR = "CC_API_BASE_URL"
 API_KEY_VAR = "CC_API_KEY"
-SNAPSHOT_JOB = "snapshots"
+# Every folder of pipelines/defs, as `build_defs` merges them (a test holds it to the folder).
+CONCERNS: tuple[Builder, ...] = (
+    build_cdrs,
+    build_snapshots,
+    build_aggregates,
+    build_report,
+    build_freshness,
+    build_automation,
+)
 
 
 def build_defs(
@@ -61,61 +89,43 @@ def build_defs(
     owners: Sequence[str] = DEFAULT_OWNERS,
 ) -> dg.Definitions:
     """The whole code location for the given resources and partition start."""
-    partitions_def = daily_partitions(start_date)
-    retry = retry_policy or api_retry_policy()
-    with warnings.catch_warnings():
-        # Pools, backfill policies and partitioned checks are Dagster beta/preview APIs we
-        # chose on purpose (README "Running the pipeline"); do not repeat that on every load.
-        warnings.simplefilter("ignore", BetaWarning)
-        warnings.simplefilter("ignore", PreviewWarning)
-        cdr_assets = [
-            *build_cdr_assets(partitions_def, retry),
-            *build_aggregate_assets(partitions_def, retry, CDR_GROUP),
-        ]
-        snapshot_assets = build_snapshot_assets(retry)
-        checks = build_snapshot_checks()
-        freshness = build_freshness_check(partitions_def)
-        report = build_report_asset([k.to_user_string() for k in aggregate_keys(cdr_assets)])
-        report_sensor = build_report_sensor()
-    lake_uri = warehouse.resolved_lake_uri
-    cdr_assets = with_catalog(cdr_assets, lake_uri, owners)
-    snapshot_assets = with_catalog(snapshot_assets, lake_uri, owners)
-    (report,) = with_catalog([report], lake_uri, owners)
-    freshness_job, freshness_schedule = build_freshness_job_and_schedule(freshness)
-    cdr_keys = [key for a in cdr_assets for key in a.keys]
-    snapshot_keys = [key for a in snapshot_assets for key in a.keys]
-    # The freshness check judges the newest due day, not the day a run writes: its own job.
-    cdr_selection = dg.AssetSelection.groups(CDR_GROUP) - dg.AssetSelection.checks(freshness)
-    cdr_checks = [key for a in cdr_assets for key in a.check_keys]
-    cdr_job = dg.define_asset_job(
-        CDR_JOB,
-        selection=cdr_selection,
-        description="One UTC day of CDRs: fetch, normalize, check.",
+    location = Location(
+        lake_uri=warehouse.resolved_lake_uri,
+        start_date=start_date,
+        lookback_days=lookback_days,
+        retry_policy=retry_policy or api_retry_policy(),
+        owners=tuple(owners),
     )
-    snapshot_job = dg.define_asset_job(
-        SNAPSHOT_JOB,
-        selection=dg.AssetSelection.groups(SNAPSHOT_GROUP),
-        description="Snapshots of users, routing, campaigns, numbers and the balance.",
+    return dg.Definitions.merge(
+        *(build_quietly(build, location) for build in CONCERNS),
+        _bound(contact_center, warehouse),
     )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The code location as Dagster loads it: the defs folder, autoloaded, and the resources,
+    all from the environment as it is now (at load time, not import time)."""
+    contact_center, warehouse = resources_from_env(os.environ, start_date_from_env(os.environ))
+    return dg.Definitions.merge(load_defs_folder(), _bound(contact_center, warehouse))
+
+
+def load_defs_folder() -> dg.Definitions:
+    """Every folder of `pipelines/defs`, autoloaded by Dagster's component tree.
+
+    `dg.load_from_defs_folder` would find the folder through pyproject.toml's `[tool.dg]`,
+    which a `pip install .` does not ship; the tree is built from the module instead."""
+    project_root = Path(pipelines.defs.__file__).parent.parent.parent
+    tree = dg.ComponentTree.from_module(defs_module=pipelines.defs, project_root=project_root)
+    with dagster_previews_accepted():
+        return tree.build_defs()
+
+
+def _bound(contact_center: ContactCenterResource, warehouse: WarehouseResource) -> dg.Definitions:
     return dg.Definitions(
-        assets=[*cdr_assets, *snapshot_assets, report],
-        asset_checks=[*checks, freshness],
-        jobs=[cdr_job, snapshot_job, freshness_job],
-        schedules=[
-            build_nightly_schedule(
-                partitions_def, cdr_keys, snapshot_keys, lookback_days, cdr_checks
-            ),
-            freshness_schedule,
-        ],
-        sensors=[failure_summary_sensor, report_sensor],
         resources={"contact_center": contact_center, "warehouse": warehouse},
         executor=step_executor(),
     )
-
-
-def aggregate_keys(assets: Sequence[dg.AssetsDefinition]) -> list[dg.AssetKey]:
-    """The `agg_*` keys among `assets` (the last step of a CDR run)."""
-    return [k for a in assets for k in a.keys if k.to_user_string().startswith("agg_")]
 
 
 def step_executor() -> dg.ExecutorDefinition:
@@ -185,15 +195,13 @@ def start_date_from_env(env: Mapping[str, str]) -> date:
 
 
 def defs_from_env(env: Mapping[str, str]) -> dg.Definitions:
-    settings = settings_from_env(env)
-    contact_center, warehouse = resources_from_env(env, settings.start_date)
+    """The code location `env` configures, through `build_defs` (the CLI's and tests' path)."""
+    location = location_from_env(env)
+    contact_center, warehouse = resources_from_env(env, location.start_date)
     return build_defs(
         contact_center=contact_center,
         warehouse=warehouse,
-        start_date=settings.start_date,
-        lookback_days=settings.lookback_days,
-        owners=parse_owners(settings.owners),
+        start_date=location.start_date,
+        lookback_days=location.lookback_days,
+        owners=location.owners,
     )
-
-
-defs = defs_from_env(os.environ)

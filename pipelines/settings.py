@@ -3,7 +3,7 @@
 A bad value stops the code location (or the `cdrhouse` command) with one line that names the
 variable, its value and what is expected, instead of a traceback from deep inside `int()`.
 An empty value counts as unset. The API URL and key are not here: they stay `EnvVar`s,
-resolved in each run process (see `definitions.py`), so the key never enters a model.
+resolved in each run process (see `pipelines/definitions.py`), so the key never enters a model.
 """
 
 from collections.abc import Mapping
@@ -14,12 +14,12 @@ from pydantic import ConfigDict, Field, field_validator
 from pipelines.kpi_settings import KpiVariables, ReportVariables, SettingsError, validate_env
 from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.preflight import start_date_problem
-from pipelines.schedules import DEFAULT_LOOKBACK_DAYS
 from warehouse.stores import lake_uri_problem
 
-__all__ = ["Settings", "SettingsError", "settings_from_env"]
+__all__ = ["DEFAULT_LOOKBACK_DAYS", "Settings", "SettingsError", "settings_from_env"]
 
 DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
+DEFAULT_LOOKBACK_DAYS = 3  # the nightly schedule's lookback (CDRHOUSE_LOOKBACK_DAYS)
 
 
 class Settings(KpiVariables, ReportVariables):

@@ -10,8 +10,9 @@ from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_A
 
 
 def test_definitions_load_and_pin_asset_keys() -> None:
-    assert isinstance(defs, dg.Definitions)
-    repo = defs.get_repository_def()
+    loaded = defs()  # the code location as Dagster loads it (the defs folder, autoloaded)
+    assert isinstance(loaded, dg.Definitions)
+    repo = loaded.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert keys == CDR_ASSETS | AGG_ASSETS | SNAPSHOT_ASSETS | REPORT_ASSETS
     jobs = {j.name for j in repo.get_all_jobs()}
@@ -59,7 +60,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
 
 
 def test_api_assets_share_one_pool_and_have_policies() -> None:
-    repo = defs.get_repository_def()
+    repo = defs().get_repository_def()
     graph = repo.asset_graph
     # The typed CDR tables are written by the step that fetches the day (one pass, issue 13).
     api_assets = CDR_ASSETS | SNAPSHOT_ASSETS

@@ -32,8 +32,7 @@ from dagster._core.storage.tags import PARENT_RUN_ID_TAG, WILL_RETRY_TAG
 from dagster_postgres import PostgresRunStorage
 
 from models.tables import CDR_TABLES, SNAPSHOT_TABLES
-from pipelines.assets import CDR_GROUP
-from pipelines.schedules import NIGHTLY_CRON
+from pipelines.names import CDR_GROUP, NIGHTLY_CRON
 from tests.deploy._services import DEPLOY_YAML, MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, run_dagster_dev

@@ -39,7 +39,7 @@ def evaluate_failure_sensor(
     instance: dg.DagsterInstance, run_id: str, defs: dg.Definitions, data_dir: Path
 ) -> None:
     """Evaluate the run-failure sensor on one failed run, as the daemon would."""
-    from pipelines.sensors import failure_summary_sensor
+    from pipelines.defs.automation.sensors import failure_summary_sensor
 
     run = instance.get_run_by_id(run_id)
     assert run is not None
@@ -57,4 +57,4 @@ def evaluate_failure_sensor(
         resources={"warehouse": WarehouseResource(data_dir=str(data_dir))},
         repository_def=defs.get_repository_def(),
     ).for_run_failure()
-    failure_summary_sensor(context)
+    failure_summary_sensor()(context)

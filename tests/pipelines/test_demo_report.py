@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
+from pipelines.defs.report.assets import REPORT_FILE, REPORTS_DIR
+from pipelines.names import REPORT_ASSET
 from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 
 DAYS = 2

@@ -10,10 +10,10 @@ import dagster as dg
 import pytest
 
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
-from pipelines.assets import api_retry_policy
 from pipelines.cli import run_ingest
 from pipelines.definitions import CDR_JOB, build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.steps import api_retry_policy
 from tests.pipelines.conftest import HISTORY_DAYS, SEED, evaluate_failure_sensor
 from tests.support.clock import SessionClock
 from tests.support.lake import lake_files, read_table, tmp_files

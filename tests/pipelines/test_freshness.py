@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 import dagster as dg
 import pytest
 
-from pipelines.freshness import FRESHNESS_CHECK, FRESHNESS_JOB, due_day
+from pipelines.defs.freshness.checks import FRESHNESS_JOB, due_day
+from pipelines.names import FRESHNESS_CHECK
 from tests.support.clock import SessionClock
 from tests.support.served import sandbox_defs
 

@@ -58,7 +58,7 @@ import json, sys
 import dagster as dg
 from pipelines.definitions import CDR_JOB, defs
 
-job = defs.resolve_job_def(CDR_JOB)
+job = defs().resolve_job_def(CDR_JOB)
 aggs = [k for k in job.asset_layer.executable_asset_keys if k.path[0].startswith("agg_")]
 seen = {"after_load": "duckdb" in sys.modules}
 day = job.execute_in_process(

@@ -28,7 +28,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from pipelines.cli import cmd_demo, cmd_ingest
 from pipelines.definitions import build_defs
-from pipelines.report import REPORT_ASSET, REPORT_FILE, REPORTS_DIR
+from pipelines.defs.report.assets import REPORT_FILE, REPORTS_DIR
+from pipelines.names import REPORT_ASSET
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR
 from tests.support.browser import CHROMIUM, UI_TIMEOUT_MS, chromium, new_context

@@ -58,7 +58,7 @@ try:
     ContactCenterResource(base_url="sandbox").source_id
 except dg.Failure as exc:
     print(json.dumps({"description": exc.description, "allow_retries": exc.allow_retries,
-                      "assets": len(list(defs.resolve_all_asset_keys())),
+                      "assets": len(list(defs().resolve_all_asset_keys())),
                       "sandbox_imported": "connectors.sandbox" in sys.modules}))
 """
 )

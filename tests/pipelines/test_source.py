@@ -215,6 +215,7 @@ def sandbox_modules():
 
 found = {}
 import pipelines.definitions
+pipelines.definitions.defs()  # loaded, as the code server loads it
 found["import pipelines.definitions"] = sandbox_modules()
 import pipelines.cli
 found["import pipelines.cli"] = sandbox_modules()

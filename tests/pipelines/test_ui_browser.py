@@ -20,9 +20,8 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 
 from models.tables import TABLES
-from pipelines.assets import CDR_GROUP, SNAPSHOT_GROUP
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
-from pipelines.report import REPORT_GROUP
+from pipelines.names import CDR_GROUP, REPORT_GROUP, SNAPSHOT_GROUP
 from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, shared_dagster_dev
 from tests.support.browser import (
     CHROMIUM,

@@ -19,9 +19,9 @@ from connectors.contact_center import ContactCenterClient
 from connectors.contact_center.errors import ValidationFailedError
 from connectors.contact_center.settings import ClientSettings
 from connectors.sandbox import FaultConfig
-from pipelines.assets import api_failure
 from pipelines.cli import IngestReport, main, run_ingest
 from pipelines.partitions import partition_window
+from pipelines.steps import api_failure
 from tests.reliability.conftest import CDRS_PATH, LEDGER, NO_CDR_SCOPE_KEY
 from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
 from tests.support.clock import FAR_FUTURE, SessionClock

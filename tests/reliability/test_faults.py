@@ -14,8 +14,8 @@ import dagster as dg
 import pytest
 
 from connectors.sandbox import FaultConfig
+from pipelines.defs.automation.schedules import nightly_partition_keys
 from pipelines.partitions import partition_window
-from pipelines.schedules import nightly_partition_keys
 from tests.reliability.conftest import CDRS_PATH, assert_exact, run_ok
 from tests.support.lake import one_row, warehouse, warehouse_rows
 from tests.support.served import ServedSandbox

@@ -19,10 +19,10 @@ import httpx
 from connectors.sandbox import FaultConfig, Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from models.timestamps import iso_ms
-from pipelines.assets import api_retry_policy
 from pipelines.definitions import build_defs
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.steps import api_retry_policy
 from tests.support.clock import SessionClock
 
 

@@ -27,7 +27,6 @@ import pytest
 
 from connectors.sandbox.config import DEFAULT_API_KEY
 from models.timestamps import iso_ms, parse_ts
-from pipelines.assets import api_retry_policy
 from pipelines.cli import main
 from pipelines.cli_runs import IngestReport, RunLine, run_ingest
 from pipelines.definitions import build_defs
@@ -35,6 +34,7 @@ from pipelines.mapping_check import CALL_AGG, MAPPING_CHECK
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.settings import settings_from_env
+from pipelines.steps import api_retry_policy
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
 from tests.support.oddserver import CDRS_PATH, RewritingApp, record_id, serve_app

@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo
 import dagster as dg
 from pydantic import Field
 
+from pipelines.names import NIGHTLY_CRON, REPORT_ASSET, REPORT_GROUP
 from pipelines.resources import WarehouseResource, utc_now
-from pipelines.schedules import NIGHTLY_CRON
 from warehouse.analyst import REPORT_FILE as REPORT_FILE
 from warehouse.analyst import REPORTS_DIR as REPORTS_DIR
 from warehouse.analyst import report_path
@@ -32,8 +32,6 @@ from warehouse.cli import last_complete_local_end
 # No `from __future__ import annotations` here: Dagster reads the asset's config class from
 # its annotation at definition time.
 
-REPORT_ASSET = "contact_center_report"
-REPORT_GROUP = "reports"
 # The one report file, `<data dir>/reports/contact_center_report.html`, is named in
 # `warehouse.analyst` (REPORTS_DIR, REPORT_FILE): `cdrhouse report` writes it by default too.
 REMOTE_DIR = "_reports"

@@ -6,13 +6,18 @@ re-materializing replaces a partition whole, so this is idempotent. Each partiti
 run (a failure of one day does not hide the others), plus one run for the snapshots.
 """
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-DEFAULT_LOOKBACK_DAYS = 3
-NIGHTLY_CRON = "0 1 * * *"
+from pipelines.names import (
+    CDR_GROUP,
+    NIGHTLY_CRON,
+    SNAPSHOT_GROUP,
+    cdr_run_selection,
+    snapshot_run_selection,
+)
+from pipelines.settings import DEFAULT_LOOKBACK_DAYS
 
 
 def nightly_partition_keys(
@@ -27,41 +32,41 @@ def nightly_partition_keys(
 
 def build_nightly_schedule(
     partitions_def: dg.PartitionsDefinition[str],
-    cdr_assets: Sequence[dg.AssetKey],
-    snapshot_assets: Sequence[dg.AssetKey],
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
-    cdr_checks: Sequence[dg.AssetCheckKey] | None = None,
 ) -> dg.ScheduleDefinition:
     """The 01:00 UTC schedule over the CDR partitions and the snapshot assets.
 
-    `cdr_checks` limits the checks a CDR run executes (default: every check of its assets);
-    the freshness check has its own hourly job and stays out of the day runs."""
+    Its runs select what the `cdr_daily` and `snapshots` jobs select (`pipelines.names`),
+    resolved at each tick against the code location's asset graph: this folder imports no other
+    folder's objects. The freshness check has its own hourly job and stays out of the day runs."""
 
     @dg.schedule(
         name="nightly",
         cron_schedule=NIGHTLY_CRON,
         execution_timezone="UTC",
-        target=dg.AssetSelection.assets(*cdr_assets, *snapshot_assets),
+        target=dg.AssetSelection.groups(CDR_GROUP, SNAPSHOT_GROUP),
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description=f"Yesterday's CDRs plus a {lookback_days}-day lookback, and the snapshots.",
     )
     def nightly(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
         scheduled = context.scheduled_execution_time or datetime.now(UTC)
         tick = scheduled.astimezone(UTC).date().isoformat()
+        graph = context.repository_def.asset_graph
+        cdr_assets = sorted(cdr_run_selection().resolve(graph))
+        cdr_checks = sorted(cdr_run_selection().resolve_checks(graph))
+        snapshot_assets = sorted(snapshot_run_selection().resolve(graph))
         requests = [
             dg.RunRequest(
                 run_key=f"{tick}:cdrs:{key}",
                 partition_key=key,
-                asset_selection=list(cdr_assets),
-                asset_check_keys=None if cdr_checks is None else list(cdr_checks),
+                asset_selection=cdr_assets,
+                asset_check_keys=cdr_checks,
                 tags={"cdrhouse/lookback": str(key != keys[-1]).lower()},
             )
             for keys in [nightly_partition_keys(scheduled, lookback_days, partitions_def)]
             for key in keys
         ]
-        requests.append(
-            dg.RunRequest(run_key=f"{tick}:snapshots", asset_selection=list(snapshot_assets))
-        )
+        requests.append(dg.RunRequest(run_key=f"{tick}:snapshots", asset_selection=snapshot_assets))
         return requests
 
     return nightly

@@ -20,6 +20,7 @@ import dagster as dg
 from pydantic import Field
 
 from models.timestamps import parse_ts
+from pipelines.names import FRESHNESS_ASSET, FRESHNESS_CHECK
 from pipelines.resources import utc_now
 
 if TYPE_CHECKING:
@@ -30,11 +31,9 @@ if TYPE_CHECKING:
 # No `from __future__ import annotations` here: Dagster reads the check's config class from
 # its annotation at definition time.
 
-FRESHNESS_ASSET = "cdrs"
-FRESHNESS_CHECK = "newest_due_day_landed"
 FRESHNESS_JOB = "cdr_freshness"
 FRESHNESS_CRON = "5 * * * *"
-DEADLINE = time(3, 0)  # UTC, the day after: matches nightly_freshness() in assets.py
+DEADLINE = time(3, 0)  # UTC, the day after: matches nightly_freshness() in pipelines/steps.py
 
 
 class FreshnessConfig(dg.Config):

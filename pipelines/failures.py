@@ -1,14 +1,14 @@
-"""The run-failure sensor: a clear summary of every failed run, in the log and on disk.
+"""A clear summary of every failed run, in the log and on disk.
 
 The summary names the partition, the failing step and asset, the API endpoint and the error
 class (e.g. `PermissionDeniedError` on `GET /api/v4/reporting/cdrs`), so an operator can act
-without reading a stack trace. It is written to `<data_dir>/failures/<run_id>.json`; the CLI
-writes the same file for runs it executes in-process. A run that failed because no data source
+without reading a stack trace. It is written to `<data_dir>/failures/<run_id>.json` by the
+run-failure sensor (`pipelines.defs.automation.sensors`) and by the CLI for the runs it executes
+in process. A run that failed because no data source
 is configured (`SourceNotConfigured`) is only logged: nothing is written then.
 """
 
 import json
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 
 from models.timestamps import iso_ms
-from pipelines.resources import SOURCE_NOT_CONFIGURED, WarehouseResource, utc_now
+from pipelines.resources import SOURCE_NOT_CONFIGURED, utc_now
 
 FAILURES_DIR = "failures"
 _DAGSTER_ERRORS = ("Dagster", "Failure", "RetryRequested")
@@ -95,25 +95,3 @@ def write_failure_summary(data_dir: Path, summary: Mapping[str, Any]) -> Path:
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     tmp.replace(path)
     return path
-
-
-@dg.run_failure_sensor(
-    name="failure_summary_sensor",
-    description="Writes data/failures/<run_id>.json with partition, endpoint and error class.",
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
-)
-def failure_summary_sensor(
-    context: dg.RunFailureSensorContext, warehouse: WarehouseResource
-) -> None:
-    summary = failure_summary(context.dagster_run, context.get_step_failure_events())
-    if source_not_configured(summary):
-        # Log only: with no source configured the pipeline writes nothing, not even this file.
-        steps = summary["failed_steps"]
-        message = next(s for s in steps if s["error_class"] == SOURCE_NOT_CONFIGURED)["message"]
-        context.log.error(f"{summary_line(summary)}: {message}")
-        logging.getLogger("cdrhouse").error(f"{summary_line(summary)}: {message}")
-        return
-    path = write_failure_summary(warehouse.data_path, summary)
-    context.log.error(f"{summary_line(summary)} (summary: {path})")
-    logging.getLogger("cdrhouse").error(summary_line(summary))

@@ -1,0 +1,1 @@
+"""What spans the concerns: the nightly schedule and the run-failure sensor."""

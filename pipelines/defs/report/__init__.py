@@ -1,0 +1,1 @@
+"""The contact-center report asset and the sensor that materializes it after the night."""

@@ -1,0 +1,1 @@
+"""The snapshots of users, routing, campaigns, numbers and the balance, and their checks."""

@@ -1,0 +1,86 @@
+"""The snapshot assets: one multi-asset per API resource family (users, routing, campaigns,
+numbers, the balance); each replaces today's (UTC) `snapshot_date=` partition of its tables."""
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from connectors.contact_center.errors import ContactCenterError
+from models.tables import TABLES
+from models.timestamps import iso_ms
+from pipelines.names import API_POOL, SNAPSHOT_GROUP
+from pipelines.preflight import fatal_setup_errors
+from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure, utc_now
+from pipelines.snapshot_sources import (
+    SNAPSHOT_SOURCES,
+    SnapshotSource,
+    build_snapshot_frames,
+    fetch_snapshot,
+)
+from pipelines.steps import api_failure, landed, nightly_freshness
+from warehouse.lake import LakeSourceConflict
+
+
+def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        name=f"{source.name}_snapshot",
+        group_name=SNAPSHOT_GROUP,
+        pool=API_POOL,
+        retry_policy=retry_policy,
+        specs=[
+            dg.AssetSpec(
+                table,
+                kinds={"parquet", "api"},
+                freshness_policy=nightly_freshness(),
+                description=TABLES[table].description,
+            )
+            for table in source.tables
+        ],
+    )
+    @fatal_setup_errors
+    def snapshot(
+        context: dg.AssetExecutionContext,
+        contact_center: ContactCenterResource,
+        warehouse: WarehouseResource,
+    ) -> Iterator[dg.MaterializeResult[Any]]:
+        """Read the resource(s) now and replace today's (UTC) snapshot partition."""
+        source_id = contact_center.source_id  # fails at once when no source is configured
+        lake = warehouse.lake()
+        try:
+            lake.check_source(source_id)  # before any API call: refuse early
+        except LakeSourceConflict as exc:
+            raise config_failure(str(exc), "LakeSourceConflict") from None
+        taken_at = utc_now()
+        begun = time.perf_counter()
+        try:
+            fetched = asyncio.run(fetch_snapshot(source, contact_center, context.log))
+        except ContactCenterError as exc:
+            raise api_failure(exc, partition=None) from exc
+        frames = build_snapshot_frames(source.name, fetched, taken_at)
+        seconds = time.perf_counter() - begun
+        key = f"snapshot_date={taken_at.date().isoformat()}"
+        for table in source.tables:
+            lake.write(table, key, frames[table], source=source_id)
+        warehouse.refresh_views()
+        for table in source.tables:
+            frame = frames[table]
+            yield landed(
+                table,
+                frame.height,
+                frame,
+                (frame.height, seconds),
+                api_records=fetched.records,
+                api_requests=fetched.requests,
+                snapshot_at=iso_ms(taken_at),
+                partition=key,
+            )
+
+    return snapshot
+
+
+def build_snapshot_assets(retry_policy: dg.RetryPolicy) -> list[dg.AssetsDefinition]:
+    """One multi-asset per API resource family; each writes `snapshot_date=<today UTC>`."""
+    return [_snapshot_asset(source, retry_policy) for source in SNAPSHOT_SOURCES]
