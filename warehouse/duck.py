@@ -166,7 +166,7 @@ def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
         globs.append((lit(lake.account_id), lake.files_glob()))
     if any(a != lake.account_id for a in accounts):
         # account_id=<id>/<table>/<key>/part-0.parquet
-        account = f"split_part(split_part(k.file_name, '/', -4), '=', 2)"
+        account = "split_part(split_part(k.file_name, '/', -4), '=', 2)"
         globs.append((account, lake.accounts_files_glob()))
     if not globs:
         con.execute(

@@ -137,21 +137,23 @@ def history_sql(spec: TableSpec) -> str:
     """Islands of identical rows per key over consecutive snapshots -> valid_from/valid_to.
 
     valid_to is the first snapshot date on which the version no longer held (exclusive), NULL
-    while it still holds. A key that disappears and comes back gets two versions.
+    while it still holds. A key that disappears and comes back gets two versions. Per
+    account: each account's snapshots are its own sequence, and its keys are its own.
     """
     src = q(view_name(spec))
-    key = ", ".join(q(k) for k in spec.history_key)
+    acc = q(ACCOUNT_COLUMN)
+    key = ", ".join([acc] + [q(k) for k in spec.history_key])
     values = ", ".join(q(c) for c in spec.column_names if c not in SNAPSHOT_COLUMNS)
     return f"""
 WITH d AS (
-    SELECT snapshot_date,
-           row_number() OVER (ORDER BY snapshot_date) AS _n,
-           lead(snapshot_date) OVER (ORDER BY snapshot_date) AS _next
-    FROM (SELECT DISTINCT snapshot_date FROM {src})
+    SELECT {acc}, snapshot_date,
+           row_number() OVER (PARTITION BY {acc} ORDER BY snapshot_date) AS _n,
+           lead(snapshot_date) OVER (PARTITION BY {acc} ORDER BY snapshot_date) AS _next
+    FROM (SELECT DISTINCT {acc}, snapshot_date FROM {src})
 ),
 x AS (
     SELECT s.*, d._n, d._next, hash({values}) AS _h
-    FROM {src} s JOIN d USING (snapshot_date)
+    FROM {src} s JOIN d USING ({acc}, snapshot_date)
 ),
 y AS (
     SELECT *, _n - row_number() OVER (PARTITION BY {key}, _h ORDER BY _n) AS _grp FROM x
