@@ -279,3 +279,37 @@ def test_a_lake_without_accounts_is_the_default_account(small: SmallWarehouse) -
             assert row == (frame.height,), name
         info = con.execute("SELECT account_id, source FROM lake_info").fetchall()
         assert [r[0] for r in info] == ["default"]
+
+
+def test_the_report_sums_every_account_or_reports_one(accounts: Accounts) -> None:
+    from warehouse.report import build_report, render_html
+
+    start, end = DAY - dt.timedelta(days=1), DAY + dt.timedelta(days=2)
+    with _con(accounts.data_dir) as con:
+        every = build_report(con, start, end, currency="EUR")
+        assert every.headline.cdrs == sum(PER_DAY.values())
+        assert every.accounts == ("apac", "default", "emea")
+        assert every.headline.cost == sum(t["cdrs"]["cost"].sum() for t in accounts.tables.values())
+        # Queue 1 of two accounts is two queues, each named with its account.
+        queues = [str(r["queue"]) for r in every.queues.rows]
+        assert len(queues) == len(set(queues))
+        assert any(q.endswith(" (apac)") for q in queues)
+        for account in SEEDS:
+            one = build_report(con, start, end, currency="EUR", account=account)
+            assert one.headline.cdrs == PER_DAY[account]
+            assert one.headline.cost == accounts.tables[account]["cdrs"]["cost"].sum()
+            assert one.timezone == ZONES.get(account, DEFAULT_ZONE)
+            assert f"; account {account};" in render_html(one)
+            offered = con.execute(
+                "SELECT sum(offered) FROM rpt_queue_kpis WHERE account_id = ? "
+                "AND local_date >= ? AND local_date < ?",
+                [account, start, end],
+            ).fetchone()
+            tile = next(t for t in one.tiles if t.tile.key == "offered")
+            assert offered == (tile.value,)
+        balance = next(c for c in every.charts if c.chart.key == "balance")
+        # Every account's balance summed per snapshot day.
+        assert [r["snapshot_date"] for r in balance.rows] == [
+            (DAY + dt.timedelta(days=i)).isoformat() for i in (-1, 0, 1)
+        ]
+        assert "every account summed (apac, default, emea)" in render_html(every)
