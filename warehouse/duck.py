@@ -14,8 +14,13 @@ What it exposes:
   snapshots); `balance_snapshots` stays as is, with `balance` as its latest row;
 * the reporting views from `warehouse/sql/*.sql`, with `kpi_settings` (one row: the KPI
   settings they apply, `warehouse.kpi`);
-* `lake_info` (the lake URI and its data source) and `lake_partitions` (one row per partition
-  file: table, partition, source, write time, rows), read from the files' Parquet metadata.
+* `lake_info` (one row per account: the lake URI, the account's sub-lake and its data source)
+  and `lake_partitions` (one row per partition file: account, table, partition, source, write
+  time, rows), read from the files' Parquet metadata.
+
+Every view has `account_id` first: the lake root is the account `default`, each
+`account_id=<id>/` sub-lake another account (`warehouse.lake`); `account_settings` holds each
+account's business-day zone.
 
 The lake may be local or on object storage (`s3://…`); for the latter the views hold `s3://`
 paths and every connection registers the lake's fsspec filesystem (`connect()` does).
