@@ -313,3 +313,51 @@ def test_the_report_sums_every_account_or_reports_one(accounts: Accounts) -> Non
             (DAY + dt.timedelta(days=i)).isoformat() for i in (-1, 0, 1)
         ]
         assert "every account summed (apac, default, emea)" in render_html(every)
+
+
+def test_accounts_on_an_object_store_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same layout on `s3://` (moto's server): the accounts come from one listing, the
+    views read every account's objects with `account_id` from the key."""
+    from tests.deploy._services import start_moto
+    from warehouse.duck import register_lake
+
+    (tmp_path / "moto").mkdir()
+    with start_moto(tmp_path / "moto") as s3:
+        for name, value in s3.env().items():
+            monkeypatch.setenv(name, value)
+        bucket = s3.create_bucket("accounts")
+        lake = Lake(f"s3://{bucket}/lake")
+        ds = Dataset(seed=12, start_date=DAY, days=1, cdrs_per_day=40)
+        written = {
+            account: write_day(lake.account(account), ds, DAY).tables()["cdrs"].height
+            for account in (DEFAULT_ACCOUNT, "emea")
+        }
+        assert lake.accounts() == ["default", "emea"]
+        assert lake.holders("cdrs") == ["default", "emea"]
+        assert lake.holders("users_snapshots") == []
+        assert set(lake.store.list_all()) == {"raw_cdrs", *accounts_tables(ds)}
+        assert lake.account("emea").partitions("cdrs") == [f"date={DAY}"]
+        con = duckdb.connect()
+        try:
+            register_lake(con, lake)
+            create_views(con, lake)
+            counted = dict(
+                con.execute("SELECT account_id, count(*) FROM cdrs GROUP BY ALL").fetchall()
+            )
+            info = con.execute(
+                "SELECT account_id, account_uri FROM lake_info ORDER BY 1"
+            ).fetchall()
+        finally:
+            con.close()
+        assert counted == written
+        assert info == [("default", lake.uri), ("emea", f"{lake.uri}/account_id=emea")]
+
+
+def accounts_tables(ds: Dataset) -> set[str]:
+    """The CDR tables `write_day` writes (besides raw_cdrs)."""
+    from tests.warehouse.conftest import day_pages
+    from warehouse.decode import decode_page
+    from warehouse.normalize import normalize
+
+    raw = pl.concat([decode_page(p) for p in day_pages(ds, DAY)])
+    return set(normalize(raw).tables())
