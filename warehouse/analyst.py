@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warehouse.kpi import KPI_SETTINGS_VIEW, KpiSettings
+from warehouse.kpi import ACCOUNT_SETTINGS_VIEW, KPI_SETTINGS_VIEW, KpiSettings
 from warehouse.stores import is_local_uri, root_from_uri
 
 if TYPE_CHECKING:
@@ -154,6 +154,24 @@ def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
     except duckdb.Error:
         return None
     return KpiSettings.from_json(str(row[0])) if row else None
+
+
+def built_account_zones(data_dir: Path) -> dict[str, str] | None:
+    """The account zones `warehouse.duckdb` was built with (`account_settings`; None: absent
+    or older than accounts)."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None
+    import duckdb
+
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            rows = con.execute(
+                f"SELECT account_id, timezone FROM {ACCOUNT_SETTINGS_VIEW}"
+            ).fetchall()
+    except duckdb.Error:
+        return None
+    return {str(a): str(z) for a, z in rows}
 
 
 def built_lake_uri(data_dir: Path) -> str | None:

@@ -348,6 +348,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTML file to write (default <data dir>/reports/contact_center_report.html, the "
         "file the Dagster asset contact_center_report writes)",
     )
+    parser.add_argument(
+        "--account",
+        help="report on this account only (default: every account, summed)",
+    )
 
 
 def last_complete_local_end(now: dt.datetime, zone: dt.tzinfo) -> dt.date:
@@ -402,7 +406,12 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 1
     try:
         report = write_report(
-            Path(data_dir), start, end, out, currency=getattr(args, "currency", None)
+            Path(data_dir),
+            start,
+            end,
+            out,
+            currency=getattr(args, "currency", None),
+            account=getattr(args, "account", None),
         )
     except (OSError, duckdb.Error) as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)

@@ -17,10 +17,16 @@ import duckdb
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
 from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec, cdr_table_specs
 from warehouse.duck import create_views
-from warehouse.kpi import KPI_SETTINGS_VIEW, SETTINGS_COLUMNS
-from warehouse.lake import Lake
+from warehouse.kpi import (
+    ACCOUNT_SETTINGS_COLUMNS,
+    ACCOUNT_SETTINGS_VIEW,
+    KPI_SETTINGS_VIEW,
+    SETTINGS_COLUMNS,
+)
+from warehouse.lake import ACCOUNT_COLUMN, Lake
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
+ACCOUNT_MEANING = "account (contact center) id; `default` for a lake without accounts"
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
 
@@ -36,6 +42,14 @@ when it is whole (its blocking checks pass); the records of a day that was not a
 `data/lake/_rejected/raw_cdrs/date=<day>/`, which no view reads.
 Timestamps are `TIMESTAMPTZ` in UTC with millisecond precision; money is `DECIMAL`, exact.
 
+**Accounts.** Every table and view has `account_id` (VARCHAR) first: the contact center
+(accounts file `id`) a row comes from. A lake without accounts is the account `default`
+(`data/lake/<table>/…` as above); any other account's data is its own sub-lake,
+`data/lake/account_id=<id>/<table>/<key>/part-0.parquet`, with its own source. The views read
+every account: filter `WHERE account_id = '…'` for one, leave it out of the `GROUP BY` to add
+accounts up (docs/metrics.md). Ids (queues, users, campaigns) are an account's own: join and
+group on `account_id` too.
+
 For every snapshot table `T` (users, memberships, queues, skills, teams, campaigns, numbers,
 caller ID groups) there are three views:
 
@@ -50,7 +64,8 @@ longer held (exclusive; NULL while current).
 
 **KPI views** (`rpt_queue_kpis`, `rpt_interval_kpis`, `rpt_agent_kpis`, `rpt_outbound_kpis`,
 `rpt_conversation_sla`): their measures are defined in `docs/metrics.md`, their day is the
-**business day** (`local_date`) in the zone of `CDRHOUSE_TIMEZONE` (default UTC), and the
+**business day** (`local_date`) in the account's zone (view `account_settings`, from the
+accounts file; an account not in it uses `CDRHOUSE_TIMEZONE`, default UTC), and the other
 settings they apply are in the one-row view `kpi_settings`. They read the interval
 pre-aggregates (`agg_call_intervals`, `agg_conversation_intervals`, `agg_agent_intervals`):
 additive counts and seconds per 15-minute UTC interval, with `subtype`, `disposition`,
@@ -100,6 +115,8 @@ def _spec_section(spec: TableSpec) -> list[str]:
         "",
         "| column | type | meaning |",
         "|---|---|---|",
+        f"| `{ACCOUNT_COLUMN}` | VARCHAR | {ACCOUNT_MEANING} (from the lake path, not stored "
+        "in the files) |",
     ]
     lines += [f"| `{c.name}` | {duck_type(c.dtype)} | {c.description} |" for c in spec.columns]
     return [*lines, ""]
@@ -150,6 +167,19 @@ def _settings_section(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
     for col, ctype, *_ in con.execute(f"DESCRIBE {KPI_SETTINGS_VIEW}").fetchall():
         lines.append(f"| `{col}` | {ctype} | {SETTINGS_COLUMNS[col]} |")
+    lines += [
+        "",
+        f"### `{ACCOUNT_SETTINGS_VIEW}`",
+        "",
+        "Generated from the accounts file when the views are built: one row per configured "
+        "account, the zone of its business day. A rebuild by a command without the accounts "
+        "file keeps the zones the file was built with.",
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    for col, ctype, *_ in con.execute(f"DESCRIBE {ACCOUNT_SETTINGS_VIEW}").fetchall():
+        lines.append(f"| `{col}` | {ctype} | {ACCOUNT_SETTINGS_COLUMNS[col]} |")
     return [*lines, ""]
 
 

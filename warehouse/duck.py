@@ -14,8 +14,13 @@ What it exposes:
   snapshots); `balance_snapshots` stays as is, with `balance` as its latest row;
 * the reporting views from `warehouse/sql/*.sql`, with `kpi_settings` (one row: the KPI
   settings they apply, `warehouse.kpi`);
-* `lake_info` (the lake URI and its data source) and `lake_partitions` (one row per partition
-  file: table, partition, source, write time, rows), read from the files' Parquet metadata.
+* `lake_info` (one row per account: the lake URI, the account's sub-lake and its data source)
+  and `lake_partitions` (one row per partition file: account, table, partition, source, write
+  time, rows), read from the files' Parquet metadata.
+
+Every view has `account_id` first: the lake root is the account `default`, each
+`account_id=<id>/` sub-lake another account (`warehouse.lake`); `account_settings` holds each
+account's business-day zone.
 
 The lake may be local or on object storage (`s3://…`); for the latter the views hold `s3://`
 paths and every connection registers the lake's fsspec filesystem (`connect()` does).
@@ -29,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,13 +50,21 @@ from warehouse import viewsql as viewsql_module
 from warehouse.analyst import LAKE_DIR as LAKE_DIR
 from warehouse.analyst import LAKE_INFO_VIEW as LAKE_INFO_VIEW
 from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
+from warehouse.analyst import built_account_zones as built_account_zones
 from warehouse.analyst import built_kpi_settings as built_kpi_settings
 from warehouse.analyst import connect_analyst as connect_analyst
 from warehouse.analyst import default_lake_uri as default_lake_uri
 from warehouse.analyst import lake_moved as lake_moved
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
-from warehouse.kpi import KpiSettings, settings_view_sql
-from warehouse.lake import META_SOURCE, META_WRITTEN_AT, Lake, footer_source
+from warehouse.kpi import KpiSettings, account_settings_sql, settings_view_sql, zones_json
+from warehouse.lake import (
+    ACCOUNT_COLUMN,
+    DEFAULT_ACCOUNT,
+    META_SOURCE,
+    META_WRITTEN_AT,
+    Lake,
+    footer_source,
+)
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
     aggregate_names,
@@ -62,6 +75,7 @@ from warehouse.viewsql import (
     lit,
     q,
     reporting_sql_files,
+    scan_sql,
     view_name,
 )
 
@@ -72,6 +86,7 @@ LISTING_CACHE_S = 30.0
 BUILD_ATTEMPTS = 3
 LAKE_PARTITIONS_VIEW = "lake_partitions"
 LAKE_PARTITIONS = (
+    ("account_id", "VARCHAR"),
     ("table_name", "VARCHAR"),
     ("partition_key", "VARCHAR"),
     ("source", "VARCHAR"),
@@ -139,32 +154,45 @@ def _protocols(lake: Lake) -> tuple[str, ...]:
 
 
 def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
-    """`lake_info` (the lake's URI and source) and `lake_partitions` (provenance per file)."""
-    source = lake.source()
-    con.execute(
-        f"CREATE OR REPLACE VIEW {LAKE_INFO_VIEW} AS SELECT {lit(lake.uri)} AS lake_uri, "
-        f"CAST({lit(source) if source else 'NULL'} AS VARCHAR) AS source"
-    )
-    has_files = any(lake.partitions(spec.name) for spec in ALL_TABLES)
-    if not has_files:
+    """`lake_info` (one row per account: the lake's URI, the account's sub-lake and source)
+    and `lake_partitions` (provenance per file, with its account)."""
+    accounts = lake.accounts() or [lake.account_id]
+    rows = []
+    for account in accounts:
+        source = lake.account(account).source()
+        rows.append(
+            f"SELECT {lit(account)} AS account_id, {lit(lake.uri)} AS lake_uri, "
+            f"{lit(lake.account_uri(account))} AS account_uri, "
+            f"CAST({lit(source) if source else 'NULL'} AS VARCHAR) AS source"
+        )
+    con.execute(f"CREATE OR REPLACE VIEW {LAKE_INFO_VIEW} AS {' UNION ALL '.join(rows)}")
+    globs = []
+    if any(lake.has_data(spec.name) for spec in ALL_TABLES):
+        globs.append((lit(lake.account_id), lake.files_glob()))
+    if any(a != lake.account_id for a in accounts):
+        # account_id=<id>/<table>/<key>/part-0.parquet
+        account = "split_part(split_part(k.file_name, '/', -4), '=', 2)"
+        globs.append((account, lake.accounts_files_glob()))
+    if not globs:
         con.execute(
             f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS {empty_select(LAKE_PARTITIONS)}"
         )
         return
-    files = lit(lake.files_glob())
-    con.execute(
-        f"""CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS
-SELECT split_part(k.file_name, '/', -3) AS table_name,
+    parts = [
+        f"""SELECT {account} AS account_id,
+       split_part(k.file_name, '/', -3) AS table_name,
        split_part(k.file_name, '/', -2) AS partition_key,
        max(CASE WHEN decode(k.key) = {lit(META_SOURCE)} THEN decode(k.value) END) AS source,
        CAST(max(CASE WHEN decode(k.key) = {lit(META_WRITTEN_AT)} THEN decode(k.value) END)
             AS TIMESTAMPTZ) AS written_at,
        any_value(m.num_rows) AS num_rows,
        k.file_name AS file
-FROM parquet_kv_metadata({files}) k
-JOIN parquet_file_metadata({files}) m USING (file_name)
+FROM parquet_kv_metadata({lit(files)}) k
+JOIN parquet_file_metadata({lit(files)}) m USING (file_name)
 GROUP BY k.file_name"""
-    )
+        for account, files in globs
+    ]
+    con.execute(f"CREATE OR REPLACE VIEW {LAKE_PARTITIONS_VIEW} AS {' UNION ALL '.join(parts)}")
 
 
 def create_views(
@@ -174,11 +202,17 @@ def create_views(
     day: str | None = None,
     use_aggregates: bool = True,
     kpi: KpiSettings | None = None,
+    account_zones: Mapping[str, str] | None = None,
 ) -> None:
-    """All views. `day` restricts the CDR tables to one date partition (for materializing);
-    `kpi` is what the KPI views apply (default: `KpiSettings()`; no `agg_*` depends on it)."""
+    """All views, over every account of `lake` (a root; or one account's sub-lake).
+
+    `day` restricts the CDR tables to one date partition (for materializing one account's
+    day: pass its sub-lake); `kpi` is what the KPI views apply (default: `KpiSettings()`; no
+    `agg_*` depends on it); `account_zones` is each account's business-day zone
+    (`account_settings`; an account not in it uses `kpi.timezone`)."""
     register_lake(con, lake)
     con.execute(settings_view_sql(kpi or KpiSettings()))
+    con.execute(account_settings_sql(account_zones or {}))
     for spec in ALL_TABLES:
         name = view_name(spec)
         con.execute(f"CREATE OR REPLACE VIEW {q(name)} AS {base_view_sql(spec, lake, day)}")
@@ -202,26 +236,27 @@ def create_views(
 
 
 def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str) -> None:
-    """Swap an `agg_*` view for a scan of its materialized per-day Parquet files."""
-    if not lake.partitions(agg):
-        return  # nothing materialized: the view computes from the CDR tables
+    """Swap an `agg_*` view for a scan of its materialized per-day Parquet files, every
+    account's (`account_id` from the path, as for the lake tables)."""
     cols = con.execute(f"DESCRIBE {q(agg)}").fetchall()
-    typed = ", ".join(f"CAST({q(c[0])} AS {c[1]}) AS {q(c[0])}" for c in cols)
-    pattern = lit(lake.table_glob(agg))
-    con.execute(
-        f"CREATE OR REPLACE VIEW {q(agg)} AS SELECT {typed} FROM read_parquet({pattern}, "
-        "hive_partitioning = true, hive_types = {'date': 'DATE'}, union_by_name = true)"
-    )
+    scan = scan_sql([(str(c[0]), str(c[1])) for c in cols], lake, agg, "date")
+    if scan is None:
+        return  # nothing materialized: the view computes from the CDR tables
+    con.execute(f"CREATE OR REPLACE VIEW {q(agg)} AS {scan}")
 
 
 def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> dict[str, pa.Table]:
-    """Every `agg_*` pre-aggregate (or `only` those) of one date partition, from that date's
-    CDR partitions alone: the cost does not grow with the days the lake holds."""
+    """Every `agg_*` pre-aggregate (or `only` those) of one date partition of one account
+    (`lake` is its sub-lake, `Lake.account(id)`; the root for `default`), from that date's CDR
+    partitions alone: the cost does not grow with the days the lake holds. Like `date`, the
+    account is in the path, not in the tables."""
     con = duckdb.connect()
     try:
         create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
         return {
-            agg: con.sql(f"SELECT * EXCLUDE (date) FROM {q(agg)}").to_arrow_table()
+            agg: con.sql(
+                f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
+            ).to_arrow_table()
             for agg in aggregate_names()
             if only is None or agg in only
         }
@@ -238,8 +273,9 @@ class AggregateDay:
 
 
 def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) -> AggregateDay:
-    """Replace one day's `agg_*` partitions (or `only` those) with `aggregate_day`'s tables:
-    the work of the `reporting_aggregates` asset for a partition. They carry the source of the
+    """Replace one day's `agg_*` partitions (or `only` those) of one account (`lake` is its
+    sub-lake) with `aggregate_day`'s tables: the work of the `reporting_aggregates` asset for
+    a partition. They carry the source of the
     day's `cdrs` partition (the lake's when it has none)."""
     tables = aggregate_day(lake, key, only=only)
     # One footer read for both: the source the derived data carries, the rows it checks.
@@ -255,6 +291,7 @@ def build_warehouse(
     lake_uri: str | None = None,
     *,
     kpi: KpiSettings | None = None,
+    account_zones: Mapping[str, str] | None = None,
 ) -> Path:
     """(Re)build `data_dir/warehouse.duckdb` atomically; returns its path.
 
@@ -263,11 +300,13 @@ def build_warehouse(
     credentials builds its views too; the `agg_*` partitions are the `reporting_aggregates`
     asset's, `write_aggregates`). `kpi=None` keeps the KPI settings
     the current file was built with (the defaults for a new file): a rebuild by a command that
-    is not handed the settings does not silently change the business day."""
+    is not handed the settings does not silently change the business day. `account_zones`
+    (each account's zone, `account_settings`) likewise: None keeps the file's."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
+    zones = _zones(data_dir, account_zones)
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
     try:
@@ -275,8 +314,8 @@ def build_warehouse(
             con = duckdb.connect(str(tmp))
             try:
                 with lake.cached_listing():
-                    create_views(con, lake, kpi=kpi)
-                    fingerprint = views_fingerprint(lake, kpi)
+                    create_views(con, lake, kpi=kpi, account_zones=zones)
+                    fingerprint = views_fingerprint(lake, kpi, zones)
                 con.execute(
                     f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
                     f"SELECT {lit(fingerprint)} AS fingerprint"
@@ -299,16 +338,29 @@ def build_warehouse(
     return final
 
 
-def views_fingerprint(lake: Lake, kpi: KpiSettings | None = None) -> str:
-    """What the views depend on: the lake and its source, which tables have files (a table's
-    first partition turns its empty view into a scan), the KPI settings, and the code and SQL
-    that write them. New partitions of a table that has files need no rebuild: its glob finds
-    them."""
+def _zones(data_dir: Path, given: Mapping[str, str] | None) -> dict[str, str]:
+    if given is not None:
+        return dict(given)
+    return built_account_zones(data_dir) or {}
+
+
+def views_fingerprint(
+    lake: Lake, kpi: KpiSettings | None = None, account_zones: Mapping[str, str] | None = None
+) -> str:
+    """What the views depend on: the lake and its accounts' sources, which accounts have
+    files of which table (a table's first partition in an account adds its scan to the
+    view), the KPI settings and account zones, and the code and SQL that write them. New
+    partitions of a table an account has files of need no rebuild: its glob finds them."""
     digest = hashlib.sha256()
     digest.update(f"{lake.uri}\0{lake.source()}\0".encode())
     digest.update(f"{(kpi or KpiSettings()).to_json()}\0".encode())
+    digest.update(f"{zones_json(account_zones or {})}\0".encode())
+    holders: dict[str, list[str]] = {}
     for name in [spec.name for spec in ALL_TABLES] + aggregate_names():
-        digest.update(f"{name}={lake.has_data(name)}\0".encode())
+        holders[name] = lake.holders(name)
+        digest.update(f"{name}={holders[name]}\0".encode())
+    for account in sorted({a for held in holders.values() for a in held} - {DEFAULT_ACCOUNT}):
+        digest.update(f"{account}:{lake.account(account).source()}\0".encode())
     # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns (the
     # CDR tables' from the field table, cdr_fields.py).
     code = [
@@ -337,18 +389,22 @@ def built_fingerprint(data_dir: Path) -> str | None:
 
 
 def refresh_views(
-    data_dir: Path, lake_uri: str | None = None, kpi: KpiSettings | None = None
+    data_dir: Path,
+    lake_uri: str | None = None,
+    kpi: KpiSettings | None = None,
+    account_zones: Mapping[str, str] | None = None,
 ) -> bool:
     """Rebuild `warehouse.duckdb` only when its views would change; True if it was rebuilt.
 
     The cost does not grow with the days the lake holds: one listing per table and one small
     read of the current file, unless a table got its first partition, the code or the KPI
-    settings changed (`kpi=None`: keep those the file was built with)."""
+    settings changed (`kpi=None`, `account_zones=None`: keep those the file was built with)."""
     lake = Lake(lake_uri or default_lake_uri(Path(data_dir).resolve()))
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
-    if built_fingerprint(data_dir) == views_fingerprint(lake, kpi):
+    zones = _zones(Path(data_dir).resolve(), account_zones)
+    if built_fingerprint(data_dir) == views_fingerprint(lake, kpi, zones):
         return False
-    build_warehouse(data_dir, lake_uri, kpi=kpi)
+    build_warehouse(data_dir, lake_uri, kpi=kpi, account_zones=zones)
     return True
 
 

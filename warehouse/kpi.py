@@ -12,10 +12,12 @@ the warehouse reads no environment.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 KPI_SETTINGS_VIEW = "kpi_settings"
+ACCOUNT_SETTINGS_VIEW = "account_settings"
 
 # The values the spec shows for calls plus the ones the sandbox documents and generates
 # (docs/sandbox.md, connectors/sandbox/generator/calls.py).
@@ -93,6 +95,31 @@ def settings_view_sql(kpi: KpiSettings) -> str:
         f"{_lit(kpi.to_json())} AS settings_json"
     )
 
+
+def account_settings_sql(zones: Mapping[str, str]) -> str:
+    """`account_settings`: one row per configured account, its business day's zone (the
+    accounts file's `timezone`). The KPI views take an account's zone from here, and
+    `kpi_settings.timezone` (CDRHOUSE_TIMEZONE) for an account not in it (`built_account_zones`
+    reads it back, so a rebuild without the accounts file keeps it)."""
+    rows = " UNION ALL ".join(
+        f"SELECT {_lit(a)} AS account_id, {_lit(z)} AS timezone" for a, z in sorted(zones.items())
+    )
+    empty = (
+        "SELECT CAST(NULL AS VARCHAR) AS account_id, CAST(NULL AS VARCHAR) AS timezone WHERE false"
+    )
+    return f"CREATE OR REPLACE VIEW {ACCOUNT_SETTINGS_VIEW} AS {rows or empty}"
+
+
+def zones_json(zones: Mapping[str, str]) -> str:
+    """Stable text of the account zones (it enters the views' fingerprint)."""
+    return json.dumps(dict(sorted(zones.items())))
+
+
+ACCOUNT_SETTINGS_COLUMNS = {
+    "account_id": "account id (the accounts file's `id`)",
+    "timezone": "IANA zone of the account's business day (the accounts file's `timezone`; "
+    "an account not listed here uses `kpi_settings.timezone`)",
+}
 
 # The dictionary's text of the settings view (it is generated, not a file of warehouse/sql).
 SETTINGS_COLUMNS = {

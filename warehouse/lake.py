@@ -24,6 +24,21 @@ to `<root>/_rejected/<table>/<key>/part-0.parquet` instead (`PartitionWriter.rej
 diagnosis. No reader takes them for the table: they are one level deeper than every partition
 glob (`<table>/*/part-0.parquet`, `*/*/part-0.parquet`) and every listing (`partitions`,
 `stamps`); the next day the pipeline publishes whole for that key (`land_day`) deletes them.
+
+Accounts (several contact centers in one lake): an account's data is a sub-lake of its own at
+`<root>/account_id=<id>/`, with exactly the layout above inside (its partitions, its own
+provenance marker, `_rejected/` and `_tmp/`): `Lake.account(id)`. The account `default` is the
+root itself, so a lake written before accounts existed is the `default` account's data as it
+is, without migration. Provenance is therefore per account: a sub-lake refuses another source
+for that account only, and other accounts go on. The root's listings (`partitions`, `stamps`,
+`files_glob`, the `_rejected` area) see the root's own partitions only: an `account_id=<id>`
+directory is never a table (its partitions are one level deeper than every root glob).
+`Lake.accounts()` lists the accounts that hold data; the warehouse views read them all, with
+`account_id` from the path (`warehouse.viewsql`).
+
+`reset()` of the root deletes every file under it: the sub-lakes of every account too (that is
+what `cdrhouse lake reset --yes` does). `reset()` of a sub-lake deletes that account's files
+only; a per-account `cdrhouse lake reset --account ID` is not wired yet.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -46,6 +62,7 @@ import pyarrow.parquet as pq
 from models.tables import TABLES
 from models.timestamps import iso_ms
 from warehouse.stores import (
+    ACCOUNT_DIR_PREFIX,
     PART_FILE,
     LocalStore,
     ObjectStore,
@@ -55,6 +72,12 @@ from warehouse.stores import (
 )
 
 MARKER_FILE = "_cdrhouse_lake.json"
+# Every warehouse table and view has it, first; in the lake it is the sub-lake's path.
+ACCOUNT_COLUMN = "account_id"
+# The account whose data is the lake root itself (the one account of a lake without accounts).
+DEFAULT_ACCOUNT = "default"
+# As `pipelines.accounts.ACCOUNT_ID`: part of every row and lake path.
+ACCOUNT_ID = re.compile(r"[a-z0-9_]{1,63}")
 REJECTED_DIR = "_rejected"
 # Parquet key-value metadata written into every partition file.
 META_SOURCE = "cdrhouse.source"
@@ -72,7 +95,15 @@ class LakeSourceConflict(Exception):
     """A write from one data source into a lake that holds another source's data."""
 
     @classmethod
-    def between(cls, wanted: str, current: str, uri: str) -> LakeSourceConflict:
+    def between(
+        cls, wanted: str, current: str, uri: str, account: str = DEFAULT_ACCOUNT
+    ) -> LakeSourceConflict:
+        if account != DEFAULT_ACCOUNT:
+            return cls(
+                f"refusing to write data from {wanted!r} into account {account!r} of the lake "
+                f"({uri}), which holds that account's data from {current!r}; give the account "
+                "another id, or empty its sub-lake"
+            )
         return cls(
             f"refusing to write data from {wanted!r} into the lake at {uri}, which holds data "
             f"from {current!r}; point CDRHOUSE_LAKE_URI at another lake, or empty this one "
@@ -187,16 +218,93 @@ class PartitionWriter:
 class Lake:
     """A hive-partitioned Parquet lake rooted at a local path or an object store URI."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, account_id: str = DEFAULT_ACCOUNT) -> None:
+        """`account_id`: which account this lake holds (`account` makes the sub-lakes; the
+        root is `default`)."""
         self.uri = uri
+        self.account_id = account_id
         self.store: Store = (
             LocalStore(root_from_uri(uri)) if is_local_uri(uri) else ObjectStore(uri)
         )
         self._listing: dict[str, dict[str, float]] | None = None
+        self._accounts: dict[str, dict[str, dict[str, float]]] | None = None
         self._source: str | None = None
 
     def __repr__(self) -> str:
+        if self.is_sub_lake:
+            return f"Lake({self.uri!r}, account_id={self.account_id!r})"
         return f"Lake({self.uri!r})"
+
+    # --- accounts -------------------------------------------------------------------------
+
+    @property
+    def is_sub_lake(self) -> bool:
+        """An account's sub-lake (it has no accounts of its own)."""
+        return self.account_id != DEFAULT_ACCOUNT
+
+    def account(self, account_id: str) -> Lake:
+        """The lake of one account: `<root>/account_id=<id>/`, the root itself for
+        `default`. Same layout, own provenance; creating it writes nothing."""
+        if not ACCOUNT_ID.fullmatch(account_id):
+            raise ValueError(f"bad account id {account_id!r}; expected 1-63 of a-z, 0-9 and _")
+        if account_id == self.account_id:
+            return self
+        if self.is_sub_lake:
+            raise ValueError(f"{self!r} is an account's lake; ask its root for {account_id!r}")
+        return Lake(self.account_uri(account_id), account_id=account_id)
+
+    def account_uri(self, account_id: str) -> str:
+        """Where an account's sub-lake is (the root's URI for `default`)."""
+        if account_id == DEFAULT_ACCOUNT:
+            return self.uri
+        return f"{self.uri.rstrip('/')}/{ACCOUNT_DIR_PREFIX}{account_id}"
+
+    def _account_listing(self) -> dict[str, dict[str, dict[str, float]]]:
+        if self._accounts is None and self.is_sub_lake:
+            return {}
+        listing = self._accounts if self._accounts is not None else self.store.list_accounts()
+        # A directory named like an account but not one (`account_id=Bad`) is no account.
+        return {
+            a: t for a, t in listing.items() if ACCOUNT_ID.fullmatch(a) and a != self.account_id
+        }
+
+    def _account_dirs(self) -> list[str]:
+        """The account ids of the sub-lake directories of a local root (data or not)."""
+        if not self.root.is_dir():
+            return []
+        ids = (
+            p.name[len(ACCOUNT_DIR_PREFIX) :]
+            for p in self.root.iterdir()
+            if p.name.startswith(ACCOUNT_DIR_PREFIX) and p.is_dir()
+        )
+        return sorted(i for i in ids if ACCOUNT_ID.fullmatch(i) and i != DEFAULT_ACCOUNT)
+
+    def accounts(self) -> list[str]:
+        """The accounts holding data (any published partition): `default` first when the
+        root holds one, then every sub-lake's id, sorted."""
+        listing = self._listing if self._listing is not None else self.store.list_all()
+        own = [self.account_id] if any(listing.values()) else []
+        return own + sorted(a for a, tables in self._account_listing().items() if tables)
+
+    def holders(self, table: str) -> list[str]:
+        """The accounts with a published partition of `table` (as `accounts`)."""
+        own = [self.account_id] if self.has_data(table) else []
+        if self.is_sub_lake:
+            return own
+        if self._accounts is None and self.is_local:
+            # Stops at each sub-lake's first file: the cost does not grow with the days.
+            return own + [a for a in self._account_dirs() if self.account(a).has_data(table)]
+        listing = self._account_listing()
+        return own + sorted(a for a, tables in listing.items() if tables.get(table))
+
+    def accounts_table_glob(self, table: str) -> str:
+        """A glob over every partition file of a table in every account sub-lake (the
+        root's own are `table_glob`'s)."""
+        return self.store.url(f"{ACCOUNT_DIR_PREFIX}*/{table}/*/{PART_FILE}")
+
+    def accounts_files_glob(self) -> str:
+        """A glob over every partition file of every sub-lake."""
+        return self.store.url(f"{ACCOUNT_DIR_PREFIX}*/*/*/{PART_FILE}")
 
     @property
     def is_local(self) -> bool:
@@ -257,7 +365,7 @@ class Lake:
         """Refuse `source` if the lake holds another source's data; writes nothing."""
         current = self.source()
         if current is not None and current != source:
-            raise LakeSourceConflict.between(source, current, self.uri)
+            raise LakeSourceConflict.between(source, current, self.uri, self.account_id)
 
     def claim(self, source: str) -> None:
         """Record `source` as this lake's source, or refuse if it holds another source's data.
@@ -270,7 +378,7 @@ class Lake:
             self.store.create_exclusive(MARKER_FILE, json.dumps(marker).encode())
             current = self.source()  # a concurrent first writer may have won
         if current != source:
-            raise LakeSourceConflict.between(source, str(current), self.uri)
+            raise LakeSourceConflict.between(source, str(current), self.uri, self.account_id)
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""
@@ -418,10 +526,12 @@ class Lake:
         Building the views asks about every table; on an object store that is one request
         instead of one per table. Only for readers: writes inside are not reflected."""
         self._listing = self.store.list_all()
+        self._accounts = {} if self.is_sub_lake else self.store.list_accounts()
         try:
             yield
         finally:
             self._listing = None
+            self._accounts = None
 
     # --- maintenance ----------------------------------------------------------------------
 
@@ -429,7 +539,8 @@ class Lake:
         return self.store.delete(self._rel(table, key, rejected=rejected))
 
     def reset(self) -> int:
-        """Delete every file of the lake, its source marker included; returns how many."""
+        """Delete every file of the lake, its source marker included; returns how many. Of
+        the root: every account's sub-lake too. Of a sub-lake: that account's files only."""
         self._source = None
         return self.store.remove_all()
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # connection through this module, and pays for no Arrow on the way.
 
 PART_FILE = "part-0.parquet"
+# An account's sub-lake, under the lake root (`warehouse.lake.Lake.account`).
+ACCOUNT_DIR_PREFIX = "account_id="
 TMP_DIR = "_tmp"
 LOCAL_SCHEMES = ("", "file")
 # Object stores a lake may live on, and the fsspec package each needs.
@@ -301,6 +303,19 @@ class LocalStore:
                 keys[path.parent.name] = path.stat().st_mtime
         return out
 
+    def list_accounts(self) -> dict[str, dict[str, dict[str, float]]]:
+        """`account -> table -> key -> mtime` of every partition of every account sub-lake
+        (`account_id=<id>/<table>/<key>/part-0.parquet`; the root's own are `list_all`'s)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for path in self.root.glob(f"{ACCOUNT_DIR_PREFIX}*/*/*=*/{PART_FILE}"):
+            with contextlib.suppress(FileNotFoundError):
+                account = path.parents[2].name[len(ACCOUNT_DIR_PREFIX) :]
+                tables = out.setdefault(account, {})
+                tables.setdefault(path.parent.parent.name, {})[path.parent.name] = (
+                    path.stat().st_mtime
+                )
+        return out
+
     def has_partitions(self, table: str) -> bool:
         """Stops at the first published partition found."""
         return next(self._parts(table), None) is not None
@@ -415,17 +430,37 @@ class ObjectStore:
         if not self.exists(rel):
             self.fs.pipe_file(self._p(rel), data)
 
-    def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
-        """One listing (of the whole lake, or of one table's prefix)."""
-        out: dict[str, dict[str, float]] = {}
+    def _find(self, rel: str | None) -> dict[str, Any]:
         try:
-            found = self.fs.find(self._p(table) if table else self.path, detail=True)
+            found: dict[str, Any] = self.fs.find(self._p(rel) if rel else self.path, detail=True)
         except FileNotFoundError:
-            return out
-        for name, info in found.items():
+            return {}
+        return found
+
+    def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
+        """One listing (of the whole lake, or of one table's prefix); the root's partitions
+        only (`<table>/<key>/part-0.parquet`), never an account sub-lake's."""
+        out: dict[str, dict[str, float]] = {}
+        for name, info in self._find(table).items():
             parts = name[len(self.path) + 1 :].split("/")
             if len(parts) == 3 and parts[2] == PART_FILE and "=" in parts[1]:
                 out.setdefault(parts[0], {})[parts[1]] = _info_stamp(info)
+        return out
+
+    def list_accounts(self) -> dict[str, dict[str, dict[str, float]]]:
+        """`account -> table -> key -> mtime` of every account sub-lake's partitions (one
+        listing of the whole lake)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for name, info in self._find(None).items():
+            parts = name[len(self.path) + 1 :].split("/")
+            if (
+                len(parts) == 4
+                and parts[0].startswith(ACCOUNT_DIR_PREFIX)
+                and parts[3] == PART_FILE
+                and "=" in parts[2]
+            ):
+                tables = out.setdefault(parts[0][len(ACCOUNT_DIR_PREFIX) :], {})
+                tables.setdefault(parts[1], {})[parts[2]] = _info_stamp(info)
         return out
 
     def has_partitions(self, table: str) -> bool:

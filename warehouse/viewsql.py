@@ -17,7 +17,7 @@ from models.tables import BALANCE_SNAPSHOTS, TableSpec
 # Named in `warehouse.analyst`, which loads no DuckDB, polars or pyarrow to name them.
 from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
 from warehouse.analyst import lit as lit
-from warehouse.lake import Lake
+from warehouse.lake import ACCOUNT_COLUMN, Lake
 
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
@@ -63,37 +63,73 @@ def empty_select(columns: Sequence[tuple[str, str]]) -> str:
     return f"SELECT {nulls} WHERE false"
 
 
+def view_columns(spec: TableSpec) -> list[tuple[str, str]]:
+    """A lake table's view columns: `account_id` first (from the path, as the partition
+    column), then the spec's."""
+    return [(ACCOUNT_COLUMN, "VARCHAR")] + [(c.name, duck_type(c.dtype)) for c in spec.columns]
+
+
 def empty_sql(spec: TableSpec) -> str:
-    return empty_select([(c.name, duck_type(c.dtype)) for c in spec.columns])
+    return empty_select(view_columns(spec))
 
 
-def base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
-    typed = ", ".join(
-        f"CAST({q(c.name)} AS {duck_type(c.dtype)}) AS {q(c.name)}" for c in spec.columns
-    )
-    if day and spec.partition_key != "date":
-        return empty_sql(spec)  # one day's aggregates read only that day's CDR tables
-    if day:
-        key = f"date={day}"
-        if not lake.exists(spec.name, key):
-            return empty_sql(spec)
-        pattern = lake.partition_url(spec.name, key)
-    else:
-        if not lake.partitions(spec.name):
-            return empty_sql(spec)
-        pattern = lake.table_glob(spec.name)
-    hive = f"{{{lit(spec.partition_key)}: 'DATE'}}" if spec.partition_key else "{}"
+def scan_sql(
+    columns: Sequence[tuple[str, str]], lake: Lake, table: str, partition_key: str | None
+) -> str | None:
+    """Every account's partitions of `table` as typed rows with `account_id`; None when no
+    account has any. The lake's own files get its account id as a constant (the root's are
+    `default`); the sub-lakes' (`account_id=<id>/…`, root only) get theirs from the path. Only
+    the parts that have files are read: a glob matching nothing is an error in DuckDB."""
+    holders = lake.holders(table)
+    types = {partition_key: "DATE"} if partition_key else {}
+    parts = []
+    if lake.account_id in holders:
+        typed = ", ".join(
+            f"CAST({lit(lake.account_id) if name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
+            f"AS {q(name)}"
+            for name, ctype in columns
+        )
+        parts.append(_read(typed, lake.table_glob(table), types))
+    if any(h != lake.account_id for h in holders):
+        typed = ", ".join(f"CAST({q(name)} AS {ctype}) AS {q(name)}" for name, ctype in columns)
+        hive = {ACCOUNT_COLUMN: "VARCHAR", **types}
+        parts.append(_read(typed, lake.accounts_table_glob(table), hive))
+    return " UNION ALL BY NAME ".join(parts) or None
+
+
+def _read(typed: str, pattern: str, hive_types: dict[str, str]) -> str:
+    hive = "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in hive_types.items()) + "}"
     return (
         f"SELECT {typed} FROM read_parquet({lit(pattern)}, hive_partitioning = true, "
         f"hive_types = {hive}, union_by_name = true)"
     )
 
 
+def base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
+    """The view of a lake table over every account (`account_id` first). `day`: that date
+    partition of `lake` alone (one account's day, for its aggregates)."""
+    columns = view_columns(spec)
+    if day and spec.partition_key != "date":
+        return empty_sql(spec)  # one day's aggregates read only that day's CDR tables
+    if day:
+        key = f"date={day}"
+        if not lake.exists(spec.name, key):
+            return empty_sql(spec)
+        typed = ", ".join(
+            f"CAST({lit(lake.account_id) if name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
+            f"AS {q(name)}"
+            for name, ctype in columns
+        )
+        return _read(typed, lake.partition_url(spec.name, key), {"date": "DATE"})
+    return scan_sql(columns, lake, spec.name, spec.partition_key) or empty_sql(spec)
+
+
 def current_sql(spec: TableSpec) -> str:
+    """Each account's latest snapshot (not the latest date over every account)."""
     src = q(view_name(spec))
     return (
         f"SELECT * EXCLUDE (snapshot_date) FROM {src} "
-        f"WHERE snapshot_date = (SELECT max(snapshot_date) FROM {src})"
+        f"QUALIFY snapshot_date = max(snapshot_date) OVER (PARTITION BY {ACCOUNT_COLUMN})"
     )
 
 
@@ -101,21 +137,23 @@ def history_sql(spec: TableSpec) -> str:
     """Islands of identical rows per key over consecutive snapshots -> valid_from/valid_to.
 
     valid_to is the first snapshot date on which the version no longer held (exclusive), NULL
-    while it still holds. A key that disappears and comes back gets two versions.
+    while it still holds. A key that disappears and comes back gets two versions. Per
+    account: each account's snapshots are its own sequence, and its keys are its own.
     """
     src = q(view_name(spec))
-    key = ", ".join(q(k) for k in spec.history_key)
+    acc = q(ACCOUNT_COLUMN)
+    key = ", ".join([acc] + [q(k) for k in spec.history_key])
     values = ", ".join(q(c) for c in spec.column_names if c not in SNAPSHOT_COLUMNS)
     return f"""
 WITH d AS (
-    SELECT snapshot_date,
-           row_number() OVER (ORDER BY snapshot_date) AS _n,
-           lead(snapshot_date) OVER (ORDER BY snapshot_date) AS _next
-    FROM (SELECT DISTINCT snapshot_date FROM {src})
+    SELECT {acc}, snapshot_date,
+           row_number() OVER (PARTITION BY {acc} ORDER BY snapshot_date) AS _n,
+           lead(snapshot_date) OVER (PARTITION BY {acc} ORDER BY snapshot_date) AS _next
+    FROM (SELECT DISTINCT {acc}, snapshot_date FROM {src})
 ),
 x AS (
     SELECT s.*, d._n, d._next, hash({values}) AS _h
-    FROM {src} s JOIN d USING (snapshot_date)
+    FROM {src} s JOIN d USING ({acc}, snapshot_date)
 ),
 y AS (
     SELECT *, _n - row_number() OVER (PARTITION BY {key}, _h ORDER BY _n) AS _grp FROM x

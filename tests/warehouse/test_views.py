@@ -47,6 +47,7 @@ def test_daily_volume(small: SmallWarehouse, con) -> None:
         small.tables["cdrs"]
         .group_by("date", "type", "subtype", "disposition")
         .agg(pl.len().cast(pl.Int64).alias("cdrs"), pl.col("cost").sum())
+        .with_columns(pl.lit("default").alias("account_id"))  # a lake without accounts
     )
     got = q(con, "SELECT * FROM rpt_daily_volume")
     keys = ["date", "type", "subtype", "disposition"]

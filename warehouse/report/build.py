@@ -29,6 +29,7 @@ from warehouse.report.data import (
     Row,
     Tile,
     money,
+    params,
     query,
 )
 from warehouse.report.page import render_html
@@ -41,13 +42,15 @@ def build_report(
     *,
     now: datetime | None = None,
     currency: str | None = None,
+    account: str | None = None,
 ) -> Report:
     """Query the views for the days `[start, end)` (and the tiles for the period of equal
-    length before it too)."""
+    length before it too); `account`: that account's numbers only (None: every account's,
+    summed)."""
     unit = currency or "account currency"
     charts = []
     for chart in CHARTS:
-        rows = chart.reshape(query(con, chart.sql, start, end))
+        rows = chart.reshape(query(con, chart.sql, start, end, account))
         if chart.key == "balance" and len(rows) == 1:
             # One snapshot is a number, not a line.
             amount = Decimal(rows[0]["amount_exact"])
@@ -58,25 +61,37 @@ def build_report(
         charts.append(ChartResult(chart, rows, spec))
     previous = start - (end - start)
     tiles = [
-        Tile(tile, _one(con, tile.sql, start, end), _one(con, tile.sql, previous, start))
+        Tile(
+            tile,
+            _one(con, tile.sql, start, end, account),
+            _one(con, tile.sql, previous, start, account),
+        )
         for tile in TILES
     ]
-    queues = QueueTable(query(con, QUEUE_SQL, start, end), None)
+    queues = QueueTable(query(con, QUEUE_SQL, start, end, account), None)
     if queues.rows:
-        queues = QueueTable(queues.rows, query(con, QUEUE_TOTAL_SQL, start, end)[0])
-    headline = con.execute(HEADLINE_SQL, {"start": start, "end": end}).fetchone()
+        queues = QueueTable(queues.rows, query(con, QUEUE_TOTAL_SQL, start, end, account)[0])
+    headline = con.execute(HEADLINE_SQL, params(start, end, account)).fetchone()
     cdrs, cost, met, breached = headline or (0, Decimal(0), 0, 0)
-    try:
-        source_row = con.execute("SELECT source FROM lake_info").fetchone()
-    except duckdb.CatalogException:
-        source_row = None
+    sources = _sources(con)
     settings = con.execute("SELECT timezone, sl_threshold_s FROM kpi_settings").fetchone()
     timezone, sl_threshold_s = settings or ("UTC", 20)
+    zones = _zones(con)
+    if account is not None:
+        timezone = zones.get(account, timezone)
+    elif zones and len(sources) > 1:
+        timezone = "each account's own zone"
+    if account is not None:
+        source = sources.get(account)
+    elif len(sources) == 1:
+        source = next(iter(sources.values()))
+    else:
+        source = "; ".join(f"{a}: {s or 'unknown'}" for a, s in sorted(sources.items())) or None
     return Report(
         start=start,
         end=end,
         generated_at=now or datetime.now(UTC),
-        source=str(source_row[0]) if source_row and source_row[0] else None,
+        source=source,
         headline=Headline(int(cdrs), Decimal(cost), int(met), int(breached)),
         charts=charts,
         tiles=tiles,
@@ -84,13 +99,41 @@ def build_report(
         timezone=str(timezone),
         sl_threshold_s=int(sl_threshold_s),
         currency=currency,
+        account=account,
+        accounts=tuple(sorted(sources)),
     )
 
 
+def _sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
+    """`account -> source` from `lake_info` (empty for a warehouse older than both)."""
+    try:
+        rows = con.execute("SELECT account_id, source FROM lake_info").fetchall()
+    except duckdb.Error:
+        try:  # built before accounts: one row, the lake's
+            rows = [
+                ("default", r[0]) for r in con.execute("SELECT source FROM lake_info").fetchall()
+            ]
+        except duckdb.Error:
+            return {}
+    return {str(a): str(s) if s else None for a, s in rows}
+
+
+def _zones(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    try:
+        rows = con.execute("SELECT account_id, timezone FROM account_settings").fetchall()
+    except duckdb.Error:
+        return {}
+    return {str(a): str(z) for a, z in rows}
+
+
 def _one(
-    con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    start: date,
+    end: date,
+    account: str | None = None,
 ) -> float | int | Decimal | None:
-    row = con.execute(sql, {"start": start, "end": end}).fetchone()
+    row = con.execute(sql, params(start, end, account)).fetchone()
     value: float | int | Decimal | None = row[0] if row else None
     return value
 
@@ -115,14 +158,15 @@ def write_report(
     *,
     now: datetime | None = None,
     currency: str | None = None,
+    account: str | None = None,
 ) -> Report:
     """Build the report from `data_dir/warehouse.duckdb` (read-only) and write it to `out`
-    atomically (a reader never sees half a file)."""
+    atomically (a reader never sees half a file); `account`: that account only."""
     from warehouse.duck import connect
 
     con = connect(data_dir, read_only=True)
     try:
-        report = build_report(con, start, end, now=now, currency=currency)
+        report = build_report(con, start, end, now=now, currency=currency, account=account)
     finally:
         con.close()
     out = Path(out)

@@ -6,6 +6,10 @@ The queries read only the reporting views (the warehouse's public contract, docs
 for the days `[$start, $end)`: business days (`local_date`, CDRHOUSE_TIMEZONE) in the KPI
 views, UTC days (`date`) in the older ones. Every percentage and average is computed from the
 summed counts and seconds of the period, never averaged (docs/metrics.md).
+
+Accounts: every query also takes `$account`, an account id or NULL. NULL sums every account
+(queues, campaigns and agents of different accounts stay apart: they are grouped with their
+account); an id restricts every number to that account.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ SLA_KINDS = ("first_response", "resolution", "avg_reply")
 # The charts with a day axis: drawn wide, one column per day.
 DAILY = frozenset({"volume", "cost", "sla", "sms", "balance"})
 
-_IN_RANGE = "date >= $start AND date < $end"
-_LOCAL = "local_date >= $start AND local_date < $end"
+_ACCOUNT = "($account IS NULL OR account_id = $account)"
+_IN_RANGE = f"date >= $start AND date < $end AND {_ACCOUNT}"
+_LOCAL = f"local_date >= $start AND local_date < $end AND {_ACCOUNT}"
 # The queue measures of docs/metrics.md, from the sums of whatever rows are grouped.
 _QUEUE_MEASURES = (
     "sum(offered) AS offered, sum(answered) AS answered, "
@@ -98,9 +103,12 @@ TILES: tuple[TileDef, ...] = (
 )
 
 QUEUE_SQL = (
-    "SELECT queue_id, coalesce(any_value(queue_name), 'queue ' || queue_id) AS queue, "
+    "SELECT queue_id, coalesce(any_value(queue_name), 'queue ' || queue_id) "
+    # Queue ids are an account's own: across accounts, a queue is named with its account.
+    "|| CASE WHEN $account IS NULL AND (SELECT count(DISTINCT account_id) FROM rpt_queue_kpis) "
+    "> 1 THEN ' (' || account_id || ')' ELSE '' END AS queue, "
     f"{_QUEUE_MEASURES} FROM rpt_queue_kpis WHERE {_LOCAL} "
-    "GROUP BY queue_id ORDER BY offered DESC, queue_id"
+    "GROUP BY account_id, queue_id ORDER BY offered DESC, account_id, queue_id"
 )
 QUEUE_TOTAL_SQL = f"SELECT {_QUEUE_MEASURES} FROM rpt_queue_kpis WHERE {_LOCAL}"
 
@@ -202,8 +210,8 @@ CHARTS: tuple[Chart, ...] = (
         "sum(attempts) AS attempts, sum(connects) AS connects, "
         "100.0 * sum(connects) / nullif(sum(attempts), 0) AS connect_rate_pct, "
         "sum(talk_s) / 3600 AS talk_h "
-        f"FROM rpt_outbound_kpis WHERE {_LOCAL} GROUP BY campaign_id "
-        "ORDER BY attempts DESC, campaign_id NULLS LAST",
+        f"FROM rpt_outbound_kpis WHERE {_LOCAL} GROUP BY account_id, campaign_id "
+        "ORDER BY attempts DESC, campaign_id NULLS LAST, account_id",
         "No outbound calls in this range.",
         drawings.outbound,
         _outbound_rows,
@@ -220,7 +228,8 @@ CHARTS: tuple[Chart, ...] = (
         "sum(call_talk_s) / 3600 AS call_talk_h, "
         "sum(conversation_talk_s) / 3600 AS conversation_talk_h, "
         "sum(call_talk_s + call_hold_s) / nullif(sum(calls_handled), 0) AS aht_s "
-        f"FROM rpt_agent_kpis WHERE {_LOCAL} GROUP BY user_id ORDER BY handled DESC, agent",
+        f"FROM rpt_agent_kpis WHERE {_LOCAL} GROUP BY account_id, user_id "
+        "ORDER BY handled DESC, agent, account_id",
         "No agent handled a call or conversation in this range.",
         drawings.agents,
         _agent_rows,
@@ -250,8 +259,11 @@ CHARTS: tuple[Chart, ...] = (
         "balance",
         "Account balance (snapshots from the first day to the morning after the last)",
         "rpt_balance",
-        "SELECT snapshot_date, snapshot_at, amount, change FROM rpt_balance "
-        "WHERE snapshot_date >= $start AND snapshot_date <= $end ORDER BY snapshot_date",
+        # Across accounts: the sum of their balances (one account: its own, as before).
+        "SELECT snapshot_date, max(snapshot_at) AS snapshot_at, sum(amount) AS amount, "
+        "sum(change) AS change FROM rpt_balance "
+        f"WHERE snapshot_date >= $start AND snapshot_date <= $end AND {_ACCOUNT} "
+        "GROUP BY snapshot_date ORDER BY snapshot_date",
         "No balance snapshot in this range (the snapshots job reads it once a day).",
         drawings.balance,
     ),

@@ -97,6 +97,8 @@ class Report:
     timezone: str = "UTC"  # the business day's zone (kpi_settings) of every local day
     sl_threshold_s: int = 20
     currency: str | None = None  # CDRHOUSE_CURRENCY: the sign written before money
+    account: str | None = None  # the one account reported on; None: every account, summed
+    accounts: tuple[str, ...] = ()  # the accounts the warehouse holds
 
     @property
     def previous_start(self) -> date:
@@ -132,8 +134,15 @@ def _row(names: Sequence[str], values: Sequence[Any]) -> Row:
     return row
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date) -> list[Row]:
-    cursor = con.execute(sql, {"start": start, "end": end})
+def params(start: date, end: date, account: str | None) -> dict[str, Any]:
+    """The parameters of every report query (`$account` NULL: every account)."""
+    return {"start": start, "end": end, "account": account}
+
+
+def query(
+    con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date, account: str | None = None
+) -> list[Row]:
+    cursor = con.execute(sql, params(start, end, account))
     names = [d[0] for d in cursor.description or []]
     return [_row(names, values) for values in cursor.fetchall()]
 

@@ -240,6 +240,10 @@ def render_html(report: Report) -> str:
     ]
     if not report.empty:
         parts.append(f"<script>{javascript_bundle()}</script>")
+    if report.account is not None:
+        period += f"; account {report.account}"
+    elif len(report.accounts) > 1:
+        period += f"; every account summed ({', '.join(report.accounts)})"
     parts += [
         "</head><body>",
         "<h1>Contact-center report</h1>",

@@ -1,13 +1,16 @@
 -- rpt_interval_kpis: how did each queue serve its inbound calls in each 15-minute interval?
 -- Grain: one row per (interval_start_local, queue_id) with at least one offered call; inbound
 -- calls routed to a queue only (docs/metrics.md defines every column). The local time is
--- `kpi_settings.timezone` (CDRHOUSE_TIMEZONE); intervals fall on 15-minute boundaries in
+-- the account's zone (`account_settings.timezone`, else `kpi_settings.timezone`,
+-- CDRHOUSE_TIMEZONE); intervals fall on 15-minute boundaries in
 -- every current zone, so each one belongs to exactly one local day and summing the counts and
 -- seconds of a day's intervals gives `rpt_queue_kpis` exactly. Counts and seconds are additive
 -- sums; the pct and average columns are computed from them (never average them: recompute
 -- from the sums). AHT has no after-call work: the API gives none.
--- Reads `agg_call_intervals` (per 15-minute UTC interval, queue, campaign, subtype,
--- disposition and end_reason) and classifies its rows with the `kpi_settings` view.
+-- Reads `agg_call_intervals` (per account, 15-minute UTC interval, queue, campaign, subtype,
+-- disposition and end_reason) and classifies its rows with the `kpi_settings` view. Every row
+-- is one account's (account_id first): sum over accounts by leaving it out of the GROUP BY.
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col interval_start_local: interval start, wall-clock time in the business time zone
 -- @col interval_start_utc: the same instant in UTC
 -- @col local_date: business day (local date) of the interval
@@ -49,6 +52,7 @@
 -- them one date partition at a time.
 CREATE OR REPLACE VIEW agg_call_intervals AS
 SELECT
+    account_id,
     date,
     to_timestamp((epoch_ms(started_at) // 900000) * 900) AS interval_start_utc,
     queue_id,
@@ -69,6 +73,7 @@ GROUP BY ALL;
 
 CREATE OR REPLACE VIEW agg_conversation_intervals AS
 SELECT
+    account_id,
     date,
     to_timestamp((epoch_ms(started_at) // 900000) * 900) AS interval_start_utc,
     queue_id,
@@ -85,30 +90,38 @@ SELECT
 FROM cdr_conversations
 GROUP BY ALL;
 
--- The latest name of every queue: the current snapshot's, else the newest CDR's.
+-- The latest name of every queue of every account: the account's current snapshot's, else
+-- the newest CDR's (queue ids are an account's own: two accounts may both have a queue 1).
 CREATE OR REPLACE VIEW kpi_queue_names AS
 WITH seen AS (
-    SELECT queue_id, arg_max(queue_name, last_started_at) AS cdr_name
+    SELECT account_id, queue_id, arg_max(queue_name, last_started_at) AS cdr_name
     FROM (
-        SELECT queue_id, queue_name, last_started_at FROM agg_call_intervals
+        SELECT account_id, queue_id, queue_name, last_started_at FROM agg_call_intervals
         UNION ALL
-        SELECT queue_id, queue_name, last_started_at FROM agg_conversation_intervals
+        SELECT account_id, queue_id, queue_name, last_started_at FROM agg_conversation_intervals
     )
     WHERE queue_id IS NOT NULL
-    GROUP BY queue_id
+    GROUP BY account_id, queue_id
 )
-SELECT coalesce(q.id, s.queue_id) AS queue_id, coalesce(q.name, s.cdr_name) AS queue_name
+SELECT
+    coalesce(q.account_id, s.account_id) AS account_id,
+    coalesce(q.id, s.queue_id) AS queue_id,
+    coalesce(q.name, s.cdr_name) AS queue_name
 FROM seen s
 -- One row per id even when the snapshot lists a queue twice (its check warns): no KPI row doubles.
-FULL OUTER JOIN (SELECT id, any_value(name) AS name FROM queues GROUP BY id) q
-    ON q.id = s.queue_id;
+FULL OUTER JOIN (
+    SELECT account_id, id, any_value(name) AS name FROM queues GROUP BY account_id, id
+) q
+    ON q.account_id = s.account_id AND q.id = s.queue_id;
 
--- Every call group of `agg_call_intervals`, in local time, classified by the settings.
+-- Every call group of `agg_call_intervals`, in its account's local time, classified by the
+-- settings.
 CREATE OR REPLACE VIEW kpi_call_intervals AS
 SELECT
+    a.account_id,
     a.interval_start_utc,
-    timezone(s.timezone, a.interval_start_utc) AS interval_start_local,
-    CAST(timezone(s.timezone, a.interval_start_utc) AS DATE) AS local_date,
+    timezone(coalesce(z.timezone, s.timezone), a.interval_start_utc) AS interval_start_local,
+    CAST(timezone(coalesce(z.timezone, s.timezone), a.interval_start_utc) AS DATE) AS local_date,
     a.queue_id,
     a.campaign_id,
     a.campaign_name,
@@ -128,11 +141,13 @@ SELECT
     coalesce(list_sum([e.value FOR e IN map_entries(a.queue_waits)
                        IF e.key < s.short_abandon_s]), 0) AS calls_short_wait
 FROM agg_call_intervals a
-CROSS JOIN kpi_settings s;
+CROSS JOIN kpi_settings s
+LEFT JOIN account_settings z ON z.account_id = a.account_id;
 
 -- The additive sums of docs/metrics.md per interval and queue (inbound calls with a queue).
 CREATE OR REPLACE VIEW kpi_queue_intervals AS
 SELECT
+    account_id,
     interval_start_local,
     interval_start_utc,
     local_date,
@@ -153,6 +168,7 @@ GROUP BY ALL;
 
 CREATE OR REPLACE VIEW rpt_interval_kpis AS
 SELECT
+    k.account_id,
     k.interval_start_local,
     k.interval_start_utc,
     k.local_date,
@@ -171,4 +187,4 @@ SELECT
     k.answered_queue_s / nullif(k.answered, 0) AS asa_s,
     k.handle_s / nullif(k.answered, 0) AS aht_s
 FROM kpi_queue_intervals k
-LEFT JOIN kpi_queue_names n ON n.queue_id = k.queue_id;
+LEFT JOIN kpi_queue_names n ON n.account_id = k.account_id AND n.queue_id = k.queue_id;

@@ -1,10 +1,12 @@
 -- rpt_queue_kpis: how well did each queue serve its inbound calls per business day?
--- Grain: one row per (local_date, queue_id) with at least one offered call; inbound calls
--- routed to a queue only. local_date is the day in `kpi_settings.timezone` (CDRHOUSE_TIMEZONE):
+-- Grain: one row per (account_id, local_date, queue_id) with at least one offered call;
+-- inbound calls routed to a queue only. local_date is the day in the account's zone
+-- (`account_settings.timezone`, else `kpi_settings.timezone`, CDRHOUSE_TIMEZONE):
 -- the sum of that day's 15-minute intervals of `rpt_interval_kpis`, exact even when the local
 -- day spans two UTC days. docs/metrics.md defines every column. Roll several days or queues up
 -- by summing the counts and seconds and recomputing the pct and averages from the sums; never
 -- average the pct or average columns. AHT has no after-call work: the API gives none.
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col local_date: business day (local date)
 -- @col queue_id: queue id
 -- @col queue_name: latest queue name (queues snapshot, else the newest CDR's; deleted queues too)
@@ -23,6 +25,7 @@
 CREATE OR REPLACE VIEW rpt_queue_kpis AS
 WITH d AS (
     SELECT
+        account_id,
         local_date,
         queue_id,
         CAST(sum(offered) AS BIGINT) AS offered,
@@ -33,9 +36,10 @@ WITH d AS (
         sum(answered_queue_s) AS answered_queue_s,
         sum(handle_s) AS handle_s
     FROM kpi_queue_intervals
-    GROUP BY local_date, queue_id
+    GROUP BY account_id, local_date, queue_id
 )
 SELECT
+    d.account_id,
     d.local_date,
     d.queue_id,
     n.queue_name,
@@ -52,4 +56,4 @@ SELECT
     d.answered_queue_s / nullif(d.answered, 0) AS asa_s,
     d.handle_s / nullif(d.answered, 0) AS aht_s
 FROM d
-LEFT JOIN kpi_queue_names n ON n.queue_id = d.queue_id;
+LEFT JOIN kpi_queue_names n ON n.account_id = d.account_id AND n.queue_id = d.queue_id;

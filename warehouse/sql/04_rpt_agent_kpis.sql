@@ -1,9 +1,10 @@
 -- rpt_agent_kpis: how much did each agent handle per business day, on calls and conversations?
--- Grain: one row per (local_date, user_id) with at least one handled call or conversation.
+-- Grain: one row per (account_id, local_date, user_id) with at least one handled call or conversation.
 -- A handled call is an answered call (kpi_settings.answered_dispositions) with the agent, any
 -- subtype; a handled conversation is any conversation with the agent. AHT = (call talk + call
 -- hold) / calls handled: the API gives no after-call work, so none is in it. local_date is the
--- day in kpi_settings.timezone. Sum the counts and seconds to roll up, then recompute AHT.
+-- day in the account's zone (account_settings, else kpi_settings.timezone). Sum the counts and seconds to roll up, then recompute AHT.
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col local_date: business day (local date)
 -- @col user_id: agent id
 -- @col user_name: latest agent name (users snapshot incl. deleted users, else the newest CDR's)
@@ -26,6 +27,7 @@
 -- one date partition at a time.
 CREATE OR REPLACE VIEW agg_agent_intervals AS
 SELECT
+    account_id,
     date,
     to_timestamp((epoch_ms(started_at) // 900000) * 900) AS interval_start_utc,
     user_id,
@@ -37,12 +39,12 @@ SELECT
     coalesce(sum(duration_talk), 0) AS talk_s,
     coalesce(sum(duration_hold), 0) AS hold_s
 FROM (
-    SELECT date, started_at, user_id, 'call' AS type, disposition, user_name_snapshot,
+    SELECT account_id, date, started_at, user_id, 'call' AS type, disposition, user_name_snapshot,
            duration_talk, duration_hold
     FROM cdr_calls
     WHERE user_id IS NOT NULL
     UNION ALL
-    SELECT date, started_at, user_id, 'conversation', disposition, user_name_snapshot,
+    SELECT account_id, date, started_at, user_id, 'conversation', disposition, user_name_snapshot,
            duration_talk, 0.0
     FROM cdr_conversations
     WHERE user_id IS NOT NULL
@@ -52,14 +54,16 @@ GROUP BY ALL;
 CREATE OR REPLACE VIEW rpt_agent_kpis AS
 WITH a AS (
     SELECT
-        CAST(timezone(s.timezone, g.interval_start_utc) AS DATE) AS local_date,
+        CAST(timezone(coalesce(z.timezone, s.timezone), g.interval_start_utc) AS DATE) AS local_date,
         g.*,
         coalesce(list_contains(s.answered_dispositions, g.disposition), false) AS answered
     FROM agg_agent_intervals g
     CROSS JOIN kpi_settings s
+    LEFT JOIN account_settings z ON z.account_id = g.account_id
 ),
 d AS (
     SELECT
+        account_id,
         local_date,
         user_id,
         CAST(coalesce(sum(handled) FILTER (WHERE type = 'call' AND answered), 0) AS BIGINT)
@@ -74,14 +78,15 @@ d AS (
             AS conversation_talk_s
     FROM a
     WHERE type = 'conversation' OR answered
-    GROUP BY local_date, user_id
+    GROUP BY account_id, local_date, user_id
 ),
 names AS (
-    SELECT user_id, arg_max(name_snapshot, last_started_at) AS cdr_name
+    SELECT account_id, user_id, arg_max(name_snapshot, last_started_at) AS cdr_name
     FROM agg_agent_intervals
-    GROUP BY user_id
+    GROUP BY account_id, user_id
 )
 SELECT
+    d.account_id,
     d.local_date,
     d.user_id,
     coalesce(u.name, n.cdr_name) AS user_name,
@@ -92,5 +97,5 @@ SELECT
     d.conversation_talk_s,
     (d.call_talk_s + d.call_hold_s) / nullif(d.calls_handled, 0) AS aht_s
 FROM d
-LEFT JOIN names n ON n.user_id = d.user_id
-LEFT JOIN users u ON u.id = d.user_id;
+LEFT JOIN names n ON n.account_id = d.account_id AND n.user_id = d.user_id
+LEFT JOIN users u ON u.account_id = d.account_id AND u.id = d.user_id;

@@ -1,9 +1,10 @@
 -- rpt_agent_performance: how did each agent perform per day?
--- Grain: one row per (date, user_id), UTC days (`rpt_agent_kpis` has the local business day).
+-- Grain: one row per (account_id, date, user_id), UTC days (`rpt_agent_kpis` has the local business day).
 -- calls_handled = answered calls with the agent; talk/hold seconds are summed over those calls.
 -- No wrap-up time: the API gives no after-call work, and overall minus the other durations is
 -- 1 s on every call of the sandbox (the derived `wrapup_s` measured nothing; it was removed).
 -- name_snapshot is the agent's name at the time (latest that day); current_name is from `users`.
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col date: UTC day
 -- @col user_id: agent id
 -- @col name_snapshot: agent name at the time (latest that day)
@@ -18,6 +19,7 @@
 CREATE OR REPLACE VIEW agg_agent_performance AS
 WITH calls AS (
     SELECT
+        account_id,
         date,
         user_id,
         arg_max(user_name_snapshot, started_at) AS name_snapshot,
@@ -33,6 +35,7 @@ WITH calls AS (
 ),
 convs AS (
     SELECT
+        account_id,
         date,
         user_id,
         arg_max(user_name_snapshot, started_at) AS name_snapshot,
@@ -43,6 +46,7 @@ convs AS (
     GROUP BY ALL
 )
 SELECT
+    coalesce(c.account_id, v.account_id) AS account_id,
     coalesce(c.date, v.date) AS date,
     coalesce(c.user_id, v.user_id) AS user_id,
     CASE WHEN v.last_at IS NULL OR c.last_at >= v.last_at THEN c.name_snapshot
@@ -54,10 +58,11 @@ SELECT
     c.avg_mos,
     coalesce(v.conversations_handled, 0) AS conversations_handled
 FROM calls c
-FULL OUTER JOIN convs v ON c.date = v.date AND c.user_id = v.user_id;
+FULL OUTER JOIN convs v
+    ON c.account_id = v.account_id AND c.date = v.date AND c.user_id = v.user_id;
 
 CREATE OR REPLACE VIEW rpt_agent_performance AS
-SELECT a.date, a.user_id, a.name_snapshot, u.name AS current_name,
-       a.* EXCLUDE (date, user_id, name_snapshot)
+SELECT a.account_id, a.date, a.user_id, a.name_snapshot, u.name AS current_name,
+       a.* EXCLUDE (account_id, date, user_id, name_snapshot)
 FROM agg_agent_performance a
-LEFT JOIN users u ON u.id = a.user_id;
+LEFT JOIN users u ON u.account_id = a.account_id AND u.id = a.user_id;

@@ -1,10 +1,11 @@
 -- rpt_queue_service: how well did each queue serve its contacts per day?
--- Grain: one row per (date, queue_id), UTC days. Calls: offered (every call routed to the queue,
+-- Grain: one row per (account_id, date, queue_id), UTC days. Calls: offered (every call routed to the queue,
 -- inbound and outbound), answered, unanswered (offered - answered: busy, failed and outbound
 -- calls included, so it is NOT the abandonment of docs/metrics.md; `rpt_queue_kpis` has that, per
 -- local day), unanswered_rate, avg/max queue wait in seconds.
 -- Conversations: offered, and for each SLA kind (first_response, resolution, avg_reply) how
 -- many were met or breached (conversations without that SLA are not counted).
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col date: UTC day
 -- @col queue_id: queue id
 -- @col name_snapshot: queue name at the time
@@ -26,6 +27,7 @@
 CREATE OR REPLACE VIEW agg_queue_service AS
 WITH calls AS (
     SELECT
+        account_id,
         date,
         queue_id,
         arg_max(queue_name_snapshot, started_at) AS name_snapshot,
@@ -39,6 +41,7 @@ WITH calls AS (
 ),
 convs AS (
     SELECT
+        account_id,
         date,
         queue_id,
         arg_max(queue_name_snapshot, started_at) AS name_snapshot,
@@ -54,6 +57,7 @@ convs AS (
     GROUP BY ALL
 )
 SELECT
+    coalesce(c.account_id, v.account_id) AS account_id,
     coalesce(c.date, v.date) AS date,
     coalesce(c.queue_id, v.queue_id) AS queue_id,
     coalesce(c.name_snapshot, v.name_snapshot) AS name_snapshot,
@@ -71,10 +75,11 @@ SELECT
     coalesce(v.avg_reply_met, 0) AS avg_reply_met,
     coalesce(v.avg_reply_breached, 0) AS avg_reply_breached
 FROM calls c
-FULL OUTER JOIN convs v ON c.date = v.date AND c.queue_id = v.queue_id;
+FULL OUTER JOIN convs v
+    ON c.account_id = v.account_id AND c.date = v.date AND c.queue_id = v.queue_id;
 
 CREATE OR REPLACE VIEW rpt_queue_service AS
-SELECT a.date, a.queue_id, a.name_snapshot, n.queue_name AS current_name,
-       a.* EXCLUDE (date, queue_id, name_snapshot)
+SELECT a.account_id, a.date, a.queue_id, a.name_snapshot, n.queue_name AS current_name,
+       a.* EXCLUDE (account_id, date, queue_id, name_snapshot)
 FROM agg_queue_service a
-LEFT JOIN kpi_queue_names n ON n.queue_id = a.queue_id;
+LEFT JOIN kpi_queue_names n ON n.account_id = a.account_id AND n.queue_id = a.queue_id;

@@ -1,7 +1,8 @@
 -- rpt_campaign_outcomes: what did each outbound campaign achieve per day?
--- Grain: one row per (date, campaign_id). attempts = campaign calls, answered = disposition
+-- Grain: one row per (account_id, date, campaign_id). attempts = campaign calls, answered = disposition
 -- answered, answer_rate = answered / attempts, end_reasons = MAP end_reason -> count,
 -- cost = exact decimal sum of the calls' cost.
+-- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col date: UTC day
 -- @col campaign_id: campaign id
 -- @col name_snapshot: campaign name at the time
@@ -13,6 +14,7 @@
 -- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
 CREATE OR REPLACE VIEW agg_campaign_outcomes AS
 SELECT
+    account_id,
     date,
     campaign_id,
     arg_max(campaign_name_snapshot, started_at) AS name_snapshot,
@@ -23,6 +25,6 @@ SELECT
     sum(cost) AS cost
 FROM cdr_calls
 WHERE campaign_id IS NOT NULL
-GROUP BY date, campaign_id;
+GROUP BY account_id, date, campaign_id;
 
 CREATE OR REPLACE VIEW rpt_campaign_outcomes AS SELECT * FROM agg_campaign_outcomes;
