@@ -29,6 +29,8 @@ import dagster as dg
 
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
 from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TableSpec, cdr_table_specs
+from warehouse.dictionary import LAKE_TABLE_ACCOUNT_MEANING
+from warehouse.lake import ACCOUNT_COLUMN
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 DEFAULT_OWNERS = ("team:cdrhouse",)
@@ -57,7 +59,11 @@ def parse_owners(text: str | None) -> tuple[str, ...]:
 
 
 def _spec_columns(spec: TableSpec) -> list[dg.TableColumn]:
-    return [
+    """The view's columns: `account_id` first (from the lake path), then the spec's."""
+    account = dg.TableColumn(
+        name=ACCOUNT_COLUMN, type="VARCHAR", description=LAKE_TABLE_ACCOUNT_MEANING
+    )
+    return [account] + [
         dg.TableColumn(name=c.name, type=duck_type(c.dtype), description=c.description)
         for c in spec.columns
     ]

@@ -27,6 +27,8 @@ from warehouse.lake import ACCOUNT_COLUMN, Lake
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 ACCOUNT_MEANING = "account (contact center) id; `default` for a lake without accounts"
+# A lake table's: the files do not hold it.
+LAKE_TABLE_ACCOUNT_MEANING = f"{ACCOUNT_MEANING} (from the lake path, not stored in the files)"
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
 
@@ -115,8 +117,7 @@ def _spec_section(spec: TableSpec) -> list[str]:
         "",
         "| column | type | meaning |",
         "|---|---|---|",
-        f"| `{ACCOUNT_COLUMN}` | VARCHAR | {ACCOUNT_MEANING} (from the lake path, not stored "
-        "in the files) |",
+        f"| `{ACCOUNT_COLUMN}` | VARCHAR | {LAKE_TABLE_ACCOUNT_MEANING} |",
     ]
     lines += [f"| `{c.name}` | {duck_type(c.dtype)} | {c.description} |" for c in spec.columns]
     return [*lines, ""]

@@ -15,6 +15,7 @@ from pipelines.definitions import defs_from_env
 from tests.support.clock import SessionClock
 from tests.support.served import sandbox_defs
 from warehouse.dictionary import DOC_PATH
+from warehouse.lake import ACCOUNT_COLUMN
 
 LAKE = "s3://acme-data/cdrhouse/lake"
 
@@ -55,8 +56,10 @@ def test_every_table_asset_carries_its_described_columns_name_and_location(
         assert isinstance(schema, dg.TableSchema), name
         columns = {c.name: (c.type, c.description) for c in schema.columns}
         if name in TABLES:
-            # Every column of the spec, in order, with the dictionary's type and meaning.
-            assert [c.name for c in schema.columns] == TABLES[name].column_names, name
+            # account_id (the view's, from the lake path), then every column of the spec, in
+            # order, with the dictionary's type and meaning.
+            expected = [ACCOUNT_COLUMN, *TABLES[name].column_names]
+            assert [c.name for c in schema.columns] == expected, name
             assert columns == dictionary[name], name
         else:  # agg_X: its own section (the KPI intervals), else rpt_X minus its current name
             view = dictionary.get(name) or dictionary[name.replace("agg_", "rpt_")]
