@@ -210,3 +210,19 @@ def test_from_the_environment_without_a_file_is_the_default_account(
     names = _names(defs_from_env(env))
     assert names["jobs"] == ONE_ACCOUNT_JOBS
     assert names["resources"] == {"contact_center", "warehouse"}
+
+
+def test_the_autoloaded_location_reads_the_accounts_file_at_load(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.definitions import defs
+
+    for name in ("CC_API_BASE_URL", "CC_API_KEY", "CC_KEY_AMER"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    loaded = defs()  # what `dg dev` and the code server load: the defs folder, autoloaded
+    assert _names(loaded) == _names(defs_from_env(_env(tmp_path)))
+    assert "cdr_daily__apac" in _names(loaded)["jobs"]
+    apac = (loaded.resources or {})["contact_center__apac"]
+    assert isinstance(apac.api_key, dg.EnvVar)
