@@ -163,6 +163,7 @@ def cmd_ingest(
         )
     except SettingsError as exc:
         raise CliError(str(exc)) from None
+    from pipelines.accounts import accounts_from_env
     from pipelines.partitions import partition_keys
     from pipelines.preflight import fail_fast_storage, open_instance, uses_postgres
     from pipelines.scope import AccountScope
@@ -199,15 +200,17 @@ def cmd_ingest(
         api_resources=apis,
     )
     keys = partition_keys(start, end)
+    # Every configured account's pool, not only the selected ones': the instance is shared
+    # with the daemon, whose runs of the others must not race on creating theirs.
+    configured = accounts_from_env(env, require_keys=False)
+    pools = [AccountScope.of(a).pool for a in configured or chosen]
     several = len(chosen) != 1 or not AccountScope.of(chosen[0]).is_default
     cdrs = 0
     failed: list[str] = []
     try:
         with (
             fail_fast_storage(uses_postgres(env)),
-            open_instance(
-                env, data_dir, ensure_pools([AccountScope.of(a).pool for a in chosen])
-            ) as instance,
+            open_instance(env, data_dir, ensure_pools(pools)) as instance,
             api_environ(env, key_vars),
         ):
             for account in chosen:

@@ -5,6 +5,7 @@ before any run."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import dagster as dg
 import polars as pl
 import pytest
 
@@ -173,13 +175,27 @@ def test_account_mistakes_exit_2_with_one_line_before_any_run(
 
 def test_one_selected_account_needs_only_its_own_key(tmp_path, accounts: Accounts) -> None:
     file = _write_accounts(tmp_path / "accounts.yaml", _good(accounts))
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     day = accounts.day(2)
     argv = ["ingest", "--start", day.isoformat(), "--end", accounts.day(3).isoformat()]
     argv += ["--account", "apac", "--no-snapshots"]
-    run = run_cdrhouse(argv, _env(tmp_path, accounts, file, CC_KEY_APAC=DEFAULT_API_KEY), 600)
+    env = _env(tmp_path, accounts, file, CC_KEY_APAC=DEFAULT_API_KEY, DAGSTER_HOME=str(home))
+    run = run_cdrhouse(argv, env, 600)
     assert run.code == 0, str(run)
     lake = tmp_path / "data" / "lake"
     assert _landed(lake, "apac", day) == _truth(accounts.served["apac"], day)
     assert sorted(p.name for p in lake.iterdir() if p.name.startswith("account_id=")) == [
         "account_id=apac"
     ]
+    # Every configured account's pool exists, at dagster.yaml's default limit, and the run
+    # is recorded with its account's tag.
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        storage = instance.event_log_storage
+        pools = {f"contact_center_api__{a}" for a in SEEDS}
+        assert pools <= storage.get_concurrency_keys()
+        assert {storage.get_concurrency_info(p).slot_count for p in pools} == {2}
+        (record,) = instance.get_run_records()
+        assert record.dagster_run.tags.get("cdrhouse/account") == "apac"
+        assert record.dagster_run.job_name == "cdr_daily__apac"
