@@ -181,15 +181,18 @@ def cmd_ingest(
     key_vars = [a.api_key_env for a in chosen if a.api_key_env]
     # A lake holding another source's data is refused here, before any run or write; each
     # account's lake is its own (its sub-lake), claimed by its own source.
+    # Every account's settings first, so that a bad one stops before any lake is claimed.
+    wanted: dict[str, str] = {}
     for account in chosen:
         try:
             with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
                 resolved = apis[account.id].process_config_and_initialize()
-            wanted = resolved.source_id  # validates the settings too (e.g. HTTPS required)
+            wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
         except dg.Failure as exc:
             raise CliError(exc.description or "invalid Contact Center API settings") from None
+    for account in chosen:
         try:
-            warehouse.lake(account.id).check_source(wanted)
+            warehouse.lake(account.id).check_source(wanted[account.id])
         except LakeSourceConflict as exc:
             raise CliError(str(exc)) from None
     defs = build_defs(
