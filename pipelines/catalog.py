@@ -147,8 +147,10 @@ def raw_field(table: str, column: str, fields: CdrFieldTable = CDR_FIELDS) -> st
     raise KeyError(f"{table}.{column} has no lineage")
 
 
-def column_lineage(table: str, fields: CdrFieldTable = CDR_FIELDS) -> dg.TableColumnLineage:
-    raw = dg.AssetKey(RAW_CDRS.name)
+def column_lineage(
+    table: str, fields: CdrFieldTable = CDR_FIELDS, prefix: Sequence[str] = ()
+) -> dg.TableColumnLineage:
+    raw = dg.AssetKey([*prefix, RAW_CDRS.name])
     return dg.TableColumnLineage(
         deps_by_column={
             c.name: [dg.TableColumnDep(asset_key=raw, column_name=raw_field(table, c.name, fields))]
@@ -164,15 +166,18 @@ LINEAGE_TABLES = frozenset(_cdr_specs(CDR_FIELDS))
 
 
 def catalog_metadata(
-    table: str, lake_uri: str, fields: CdrFieldTable = CDR_FIELDS
+    table: str, lake_uri: str, fields: CdrFieldTable = CDR_FIELDS, prefix: Sequence[str] = ()
 ) -> dict[str, object]:
+    """`prefix`: the account's key prefix (`pipelines.scope`): () for `default`, whose tables
+    are at the lake root, `(id,)` for an account whose sub-lake is `<root>/account_id=<id>`."""
+    where = lake_uri.rstrip("/") + "".join(f"/account_id={p}" for p in prefix)
     metadata: dict[str, object] = {
         "dagster/column_schema": column_schema(table, fields),
         "dagster/table_name": f"{WAREHOUSE_CATALOG}.{table_view(table)}",
-        "dagster/uri": f"{lake_uri.rstrip('/')}/{table}",
+        "dagster/uri": f"{where}/{table}",
     }
     if table in LINEAGE_TABLES:
-        metadata["dagster/column_lineage"] = column_lineage(table, fields)
+        metadata["dagster/column_lineage"] = column_lineage(table, fields, prefix)
     return metadata
 
 
@@ -181,14 +186,18 @@ def is_table(name: str) -> bool:
 
 
 def with_catalog(
-    assets: Sequence[dg.AssetsDefinition], lake_uri: str, owners: Iterable[str]
+    assets: Sequence[dg.AssetsDefinition],
+    lake_uri: str,
+    owners: Iterable[str],
+    prefix: Sequence[str] = (),
 ) -> list[dg.AssetsDefinition]:
-    """The same assets, each table asset carrying its catalog metadata, all with `owners`."""
+    """The same assets, each table asset carrying its catalog metadata, all with `owners`;
+    `prefix` is the account's key prefix (its tables are named by the key's last part)."""
     team = list(owners)
 
     def add(spec: dg.AssetSpec) -> dg.AssetSpec:
-        name = spec.key.to_user_string()
-        extra = catalog_metadata(name, lake_uri) if is_table(name) else {}
+        name = spec.key.path[-1] if list(spec.key.path[:-1]) == list(prefix) else ""
+        extra = catalog_metadata(name, lake_uri, prefix=prefix) if is_table(name) else {}
         return spec.replace_attributes(metadata={**spec.metadata, **extra}, owners=team)
 
     return list(dg.map_asset_specs(add, assets))

@@ -85,6 +85,16 @@ def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
         "--no-snapshots", action="store_true", help="only the CDR partitions, no snapshots"
     )
     ingest.add_argument("--verbose", action="store_true", help="show Dagster's run logs")
+    ingest.add_argument(
+        "--account",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this account of CDRHOUSE_ACCOUNTS_FILE (repeatable; default: every "
+        "account). Each account's days land in its own lake, <lake>/account_id=<ID>/ (the "
+        "account `default`, of CC_API_BASE_URL/CC_API_KEY, in the lake root); one account "
+        "failing fails only its own runs, and the exit code is 1",
+    )
 
     demo = sub.add_parser("demo", help="ingest the last 7 days from the sandbox and query them")
     demo.add_argument("--days", type=int, default=DEMO_DAYS, help="days to ingest (default 7)")
@@ -212,7 +222,12 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             start = parse_day(args.start, "--start")
             end = parse_day(args.end, "--end")
             return cmd_ingest(
-                start, end, env, snapshots=not args.no_snapshots, verbose=args.verbose
+                start,
+                end,
+                env,
+                snapshots=not args.no_snapshots,
+                verbose=args.verbose,
+                accounts=args.account,
             )
         if args.command == "demo":
             return cmd_demo(env, days=args.days)

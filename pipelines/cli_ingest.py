@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pipelines.accounts import Account
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -50,13 +53,16 @@ def validate_range(start: date, end: date, today: date) -> None:
 
 def env_shape_problem(env: Mapping[str, str]) -> str | None:
     """A variable whose value cannot work, told from its shape alone (no Dagster): the source
-    (CC_API_BASE_URL, then the key it needs), CDRHOUSE_LAKE_URI, DAGSTER_HOME and
-    CDRHOUSE_START_DATE. Never falls back to fake data, never half-starts."""
+    (CC_API_BASE_URL, then the key it needs; with an accounts file, the accounts say it),
+    CDRHOUSE_LAKE_URI, DAGSTER_HOME and CDRHOUSE_START_DATE. Never falls back to fake data,
+    never half-starts."""
+    from pipelines.accounts import ACCOUNTS_FILE_VAR
     from pipelines.preflight import source_problem, start_date_problem
 
-    problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
-    if problem is not None:
-        return problem
+    if not env.get(ACCOUNTS_FILE_VAR, "").strip():
+        problem = source_problem(env.get("CC_API_BASE_URL"), env.get("CC_API_KEY"))
+        if problem is not None:
+            return problem
     lake_uri = env.get("CDRHOUSE_LAKE_URI")
     if lake_uri:
         from warehouse.stores import lake_uri_problem
@@ -80,6 +86,32 @@ def env_data_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
 
 
+def selected_accounts(env: Mapping[str, str], ids: Sequence[str]) -> tuple[Account, ...]:
+    """The accounts `--account` names (all by default), each ready to run: a bad accounts
+    file, an unknown id, or a selected account whose key variable is unset is one line."""
+    from pipelines.accounts import ACCOUNTS_FILE_VAR, accounts_from_env, select
+    from pipelines.preflight import sandbox_extra_problem
+    from pipelines.settings import SettingsError
+
+    try:
+        # Keys are checked for the selected accounts only: `--account emea` needs no APAC key.
+        chosen = select(accounts_from_env(env, require_keys=False), ids)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    path = env.get(ACCOUNTS_FILE_VAR, "").strip()
+    for account in chosen if path else ():
+        key_env = account.api_key_env
+        if key_env is not None and not env.get(key_env):
+            raise CliError(
+                f"{path}: account {account.id}: api_key_env: the variable {key_env} is not set"
+            )
+        if account.is_sandbox:
+            problem = sandbox_extra_problem(f"account {account.id} (base_url sandbox)")
+            if problem is not None:
+                raise CliError(problem)
+    return chosen
+
+
 def cmd_ingest(
     start: date,
     end: date,
@@ -89,15 +121,22 @@ def cmd_ingest(
     verbose: bool = False,
     out: TextIO | None = None,
     report_days: int | None = None,
+    accounts: Sequence[str] = (),
 ) -> int:
-    """`cdrhouse ingest`; with `report_days`, the runs end with one of the
-    `contact_center_report` asset over that many days (`cdrhouse demo`)."""
+    """`cdrhouse ingest` of the accounts named by `accounts` (every configured one when
+    empty); with `report_days`, the runs end with one of the `contact_center_report` asset
+    over that many days (`cdrhouse demo`).
+
+    Every account's problems are found before any run (exit 2, one line). Then each account's
+    snapshots and days run, in its own runs: an account whose run fails stops only its own
+    runs; the others go on, and the exit code is 1."""
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     validate_range(start, end, today)  # before the heavy imports: a bad range answers at once
     problem = env_shape_problem(env)  # so does a variable that cannot work, whatever its use
     if problem is not None:
         raise CliError(problem)
+    chosen = selected_accounts(env, accounts)
     data_dir = env_data_dir(env)
     from pipelines.preflight import SetupError, probe_instance_database, probe_lake
 
@@ -110,12 +149,13 @@ def cmd_ingest(
         raise CliError(str(exc)) from None
     import dagster as dg
 
-    from pipelines.cli_runs import ensure_pool, run_ingest
+    from pipelines.cli_runs import ensure_pools, run_ingest
     from pipelines.settings import SettingsError
 
     try:
         # Importing the code location reads the environment: a bad value stops it here.
         from pipelines.definitions import (
+            account_resources,
             api_environ,
             build_defs,
             resources_from_env,
@@ -123,9 +163,10 @@ def cmd_ingest(
         )
     except SettingsError as exc:
         raise CliError(str(exc)) from None
+    from pipelines.accounts import accounts_from_env
     from pipelines.partitions import partition_keys
     from pipelines.preflight import fail_fast_storage, open_instance, uses_postgres
-    from pipelines.resources import is_sandbox
+    from pipelines.scope import AccountScope
     from pipelines.settings import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
     from warehouse.viewsql import WAREHOUSE_FILE
@@ -136,64 +177,116 @@ def cmd_ingest(
         contact_center, warehouse = resources_from_env(env, first_day)
     except SettingsError as exc:
         raise CliError(str(exc)) from None
-    # A lake holding another source's data is refused here, before any run or write.
-    try:
-        with api_environ(env):  # the key is passed by reference: EnvVar("CC_API_KEY")
-            resolved = contact_center.process_config_and_initialize()
-        wanted = resolved.source_id  # validates the settings too (e.g. HTTPS required)
-    except dg.Failure as exc:
-        raise CliError(exc.description or "invalid Contact Center API settings") from None
-    try:
-        warehouse.lake().check_source(wanted)
-    except LakeSourceConflict as exc:
-        raise CliError(str(exc)) from None
+    apis = account_resources(chosen, env, first_day, contact_center)
+    key_vars = [a.api_key_env for a in chosen if a.api_key_env]
+    # A lake holding another source's data is refused here, before any run or write; each
+    # account's lake is its own (its sub-lake), claimed by its own source.
+    # Every account's settings first, so that a bad one stops before any lake is claimed.
+    wanted: dict[str, str] = {}
+    for account in chosen:
+        try:
+            with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
+                resolved = apis[account.id].process_config_and_initialize()
+            wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
+        except dg.Failure as exc:
+            raise CliError(exc.description or "invalid Contact Center API settings") from None
+    for account in chosen:
+        try:
+            warehouse.lake(account.id).check_source(wanted[account.id])
+        except LakeSourceConflict as exc:
+            raise CliError(str(exc)) from None
     defs = build_defs(
-        contact_center=contact_center,
         warehouse=warehouse,
         start_date=first_day,
         lookback_days=DEFAULT_LOOKBACK_DAYS,
+        accounts=chosen,
+        api_resources=apis,
     )
     keys = partition_keys(start, end)
-    source = (
-        "the bundled sandbox (in-process; set CC_API_BASE_URL to your cluster URL for real data)"
-        if is_sandbox(env.get("CC_API_BASE_URL"))
-        else env["CC_API_BASE_URL"]
-    )
+    # Every configured account's pool, not only the selected ones': the instance is shared
+    # with the daemon, whose runs of the others must not race on creating theirs.
+    configured = accounts_from_env(env, require_keys=False)
+    pools = [AccountScope.of(a).pool for a in configured or chosen]
+    several = len(chosen) != 1 or not AccountScope.of(chosen[0]).is_default
+    cdrs = 0
+    failed: list[str] = []
     try:
         with (
             fail_fast_storage(uses_postgres(env)),
-            open_instance(env, data_dir, ensure_pool) as instance,
-            api_environ(env),
+            open_instance(env, data_dir, ensure_pools(pools)) as instance,
+            api_environ(env, key_vars),
         ):
-            print(
-                f"cdrhouse ingest: {len(keys)} day(s) [{start}, {end}) from {source} "
-                f"into {data_dir}",
-                file=out,
-                flush=True,
-            )
-            report = run_ingest(
-                defs,
-                keys,
-                instance=instance,
-                data_dir=data_dir,
-                snapshots=snapshots,
-                verbose=verbose,
-                out=out,
-                report_days=report_days,
-            )
+            for account in chosen:
+                scope = AccountScope.of(account)
+                lake_uri = warehouse.lake(account.id).uri
+                who = f"account {account.id}: " if several else ""
+                print(
+                    f"cdrhouse ingest: {who}{len(keys)} day(s) [{start}, {end}) from "
+                    f"{_source(account.base_url)} into {lake_uri}",
+                    file=out,
+                    flush=True,
+                )
+                report = run_ingest(
+                    defs,
+                    keys,
+                    instance=instance,
+                    data_dir=data_dir,
+                    snapshots=snapshots,
+                    verbose=verbose,
+                    out=out,
+                    report_days=report_days,
+                    scope=scope,
+                )
+                if report.setup_error is not None:
+                    raise CliError(report.setup_error)  # the views are left as they were
+                rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
+                if report.success:
+                    cdrs += rows
+                    if several:
+                        print(f"  account {account.id}: ok, {rows:,} CDRs in {lake_uri}", file=out)
+                else:
+                    labels = [r.label for r in report.runs if not r.success or r.checks_failed]
+                    failed.append(account.id)
+                    if several:
+                        print(
+                            f"  account {account.id}: FAILED ({', '.join(labels)}); "
+                            f"{lake_uri} keeps what landed before",
+                            file=out,
+                        )
+                    else:
+                        print(
+                            f"cdrhouse ingest: FAILED ({', '.join(labels)}); see the lines above",
+                            file=out,
+                        )
     except SetupError as exc:
         raise CliError(str(exc)) from None
-    if report.setup_error is not None:
-        raise CliError(report.setup_error)  # the views are left as they were
     if not warehouse.lake().is_local:
         warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
-    if not report.success:
-        failed = [r.label for r in report.runs if not r.success or r.checks_failed]
-        print(f"cdrhouse ingest: FAILED ({', '.join(failed)}); see the lines above", file=out)
+    if failed:
+        if several:
+            print(
+                f"cdrhouse ingest: FAILED for account(s) {', '.join(failed)}; the others "
+                "landed; see the lines above",
+                file=out,
+            )
         return 1
-    rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
-    print(f"cdrhouse ingest: done, {rows:,} CDRs in {data_dir / WAREHOUSE_FILE}", file=out)
+    views = data_dir / WAREHOUSE_FILE
+    print(
+        f"cdrhouse ingest: done, {cdrs:,} CDRs in {warehouse.resolved_lake_uri} (views: {views})",
+        file=out,
+    )
     return 0
+
+
+def _source(base_url: str) -> str:
+    from pipelines.resources import is_sandbox
+
+    if is_sandbox(base_url):
+        return (
+            "the bundled sandbox (in-process; set CC_API_BASE_URL to your cluster URL for "
+            "real data)"
+        )
+    return base_url
 
 
 def _table_counts(database: Path) -> list[tuple[str, int]]:
@@ -221,7 +314,8 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     out = out or sys.stdout
     today = datetime.now(UTC).date()
     # Always the sandbox: a demo must not touch a cluster the shell happens to point at.
-    demo_env = {k: v for k, v in env.items() if k not in ("CC_API_BASE_URL", "CC_API_KEY")}
+    dropped = ("CC_API_BASE_URL", "CC_API_KEY", "CDRHOUSE_ACCOUNTS_FILE")
+    demo_env = {k: v for k, v in env.items() if k not in dropped}
     demo_env["CC_API_BASE_URL"] = SANDBOX
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out, report_days=days)
     if code != 0:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     import dagster as dg
 
+    from pipelines.scope import AccountScope
+
 # Dagster's own console logs are for the UI; the CLI prints one line per run instead.
 QUIET_RUN_CONFIG: Mapping[str, Any] = {
     "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
@@ -66,7 +68,8 @@ def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) ->
         mat = event.step_materialization_data.materialization
         rows = mat.metadata.get("dagster/row_count")
         if rows is not None:
-            line.rows[mat.asset_key.to_user_string()] = int(rows.value)  # type: ignore[arg-type]
+            # By table name: a run is one account's (`emea/cdrs` counts as `cdrs`).
+            line.rows[mat.asset_key.path[-1]] = int(rows.value)  # type: ignore[arg-type]
         path = mat.metadata.get("path")
         if path is not None:
             line.path = str(path.value)
@@ -121,9 +124,11 @@ def run_ingest(
     out: TextIO | None = None,
     on_run: Callable[[RunLine], None] | None = None,
     report_days: int | None = None,
+    scope: AccountScope | None = None,
 ) -> IngestReport:
-    """Materialize the snapshots, then each CDR partition (one run each), then, with
-    `report_days`, the `contact_center_report` asset of that many days; stop at a failure.
+    """Materialize the account's (`scope`, default: the `default` account) snapshots, then
+    each of its CDR partitions (one run each), then, with `report_days`, the
+    `contact_center_report` asset of that many days; stop at a failure.
 
     The report is one more run in the same instance (the UI shows it materialized, with the
     path of its file), not a file written beside Dagster.
@@ -141,8 +146,10 @@ def run_ingest(
     )
     from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
     from pipelines.resources import ContactCenterResource
+    from pipelines.scope import DEFAULT_SCOPE
 
-    api = (defs.resources or {}).get("contact_center")
+    scope = scope or DEFAULT_SCOPE
+    api = (defs.resources or {}).get(scope.resource_key)
     if isinstance(api, ContactCenterResource) and api.key_by_value and not instance.is_ephemeral:
         # Each run would save the key in the instance's storage (its job snapshot).
         raise ValueError("pass the API key as dg.EnvVar('CC_API_KEY'), not as a value")
@@ -150,8 +157,10 @@ def run_ingest(
     report = IngestReport()
     out = out or sys.stdout
     # Snapshots first: the CDR checks look CDR users up in the users dimension.
-    plan = [_Planned("snapshots", defs.resolve_job_def(SNAPSHOT_JOB))] if snapshots else []
-    plan += [_Planned(k, defs.resolve_job_def(CDR_JOB), k) for k in keys]
+    snapshot_job = defs.resolve_job_def(scope.named(SNAPSHOT_JOB))
+    cdr_job = defs.resolve_job_def(scope.named(CDR_JOB))
+    plan = [_Planned("snapshots", snapshot_job)] if snapshots else []
+    plan += [_Planned(k, cdr_job, k) for k in keys]
     if report_days is not None:
         plan.append(_report_run(defs, report_days))
     for planned in plan:
@@ -240,6 +249,17 @@ def _report_run(defs: dg.Definitions, days: int) -> _Planned:
         raise ValueError(f"no asset job holds {REPORT_ASSET}")
     config = {"ops": {REPORT_ASSET: {"config": {"days": days}}}}
     return _Planned("report", job, selection=[key], config=config)
+
+
+def ensure_pools(pools: Sequence[str]) -> Callable[[dg.DagsterInstance], None]:
+    """`ensure_pool` of each pool (one per account: `pipelines.scope`), as `open_instance`'s
+    preparation; `dagster.yaml`'s `concurrency.pools.default_limit` applies to each."""
+
+    def prepare(instance: dg.DagsterInstance) -> None:
+        for pool in pools:
+            ensure_pool(instance, pool)
+
+    return prepare
 
 
 def ensure_pool(instance: dg.DagsterInstance, pool: str | None = None, attempts: int = 5) -> None:

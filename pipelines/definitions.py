@@ -12,7 +12,13 @@ merges them:
 
 The environment variables (read here, in `pipelines.location` and by the CLI):
 
-- `CC_API_BASE_URL`, `CC_API_KEY`: the cluster and key, passed as `EnvVar`s (here and by the
+- `CDRHOUSE_ACCOUNTS_FILE`: the accounts (contact centers), each with its own key variable
+  (`pipelines.accounts`); every concern is built once per account (`pipelines.scope`), each
+  account with its own `ContactCenterResource` (resource key `contact_center__<id>`, its key
+  an `EnvVar` of the account's `api_key_env`). An account whose key variable is unset still
+  loads: only its API steps fail, naming the account and the variable.
+- Without the file, `CC_API_BASE_URL`, `CC_API_KEY`: the one account `default`, whose names
+  are those of the time before accounts. The cluster and key, passed as `EnvVar`s (here and by the
   CLI) so the key never appears in run config or in a job snapshot. `CC_API_BASE_URL=sandbox`
   selects the bundled sandbox, in-process (no key needed). Unset, the location still loads (the
   UI can be browsed) but every step that would call the API fails at once, without retries,
@@ -31,10 +37,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 import pipelines.defs
+from pipelines.accounts import Account
 from pipelines.catalog import DEFAULT_OWNERS
 from pipelines.defs.aggregates.definitions import build_aggregates
 from pipelines.defs.automation.definitions import build_automation
@@ -47,17 +55,20 @@ from pipelines.location import (
     Location,
     build_quietly,
     dagster_previews_accepted,
+    location_accounts,
     location_from_env,
 )
 from pipelines.names import CDR_JOB, SNAPSHOT_JOB
 from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.resources import ContactCenterResource, WarehouseResource
+from pipelines.scope import AccountScope, unconfigured_default
 from pipelines.settings import DEFAULT_LOOKBACK_DAYS, settings_from_env
 from pipelines.steps import api_retry_policy
 
 __all__ = [
     "CDR_JOB",
     "SNAPSHOT_JOB",
+    "account_resources",
     "api_environ",
     "build_defs",
     "defs",
@@ -81,24 +92,33 @@ CONCERNS: tuple[Builder, ...] = (
 
 def build_defs(
     *,
-    contact_center: ContactCenterResource,
+    contact_center: ContactCenterResource | None = None,
     warehouse: WarehouseResource,
     start_date: date = DEFAULT_START_DATE,
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
     retry_policy: dg.RetryPolicy | None = None,
     owners: Sequence[str] = DEFAULT_OWNERS,
+    accounts: Sequence[Account] = (),
+    api_resources: Mapping[str, ContactCenterResource] | None = None,
 ) -> dg.Definitions:
-    """The whole code location for the given resources and partition start."""
+    """The whole code location for the given resources and partition start.
+
+    `accounts` (default: the one account `default`), each with its API resource in
+    `api_resources` by account id; `contact_center` is the first (`default`) account's."""
     location = Location(
         lake_uri=warehouse.resolved_lake_uri,
         start_date=start_date,
         lookback_days=lookback_days,
         retry_policy=retry_policy or api_retry_policy(),
         owners=tuple(owners),
+        accounts=tuple(accounts) or (unconfigured_default(),),
     )
+    apis = dict(api_resources or {})
+    if contact_center is not None:
+        apis.setdefault(location.accounts[0].id, contact_center)
     return dg.Definitions.merge(
         *(build_quietly(build, location) for build in CONCERNS),
-        _bound(contact_center, warehouse),
+        _bound(location.accounts, apis, warehouse),
     )
 
 
@@ -106,8 +126,11 @@ def build_defs(
 def defs() -> dg.Definitions:
     """The code location as Dagster loads it: the defs folder, autoloaded, and the resources,
     all from the environment as it is now (at load time, not import time)."""
-    contact_center, warehouse = resources_from_env(os.environ, start_date_from_env(os.environ))
-    return dg.Definitions.merge(load_defs_folder(), _bound(contact_center, warehouse))
+    start = start_date_from_env(os.environ)
+    contact_center, warehouse = resources_from_env(os.environ, start)
+    accounts = location_accounts(os.environ)
+    apis = account_resources(accounts, os.environ, start, contact_center)
+    return dg.Definitions.merge(load_defs_folder(), _bound(accounts, apis, warehouse))
 
 
 def load_defs_folder() -> dg.Definitions:
@@ -121,11 +144,17 @@ def load_defs_folder() -> dg.Definitions:
         return tree.build_defs()
 
 
-def _bound(contact_center: ContactCenterResource, warehouse: WarehouseResource) -> dg.Definitions:
-    return dg.Definitions(
-        resources={"contact_center": contact_center, "warehouse": warehouse},
-        executor=step_executor(),
-    )
+def _bound(
+    accounts: Sequence[Account],
+    apis: Mapping[str, ContactCenterResource],
+    warehouse: WarehouseResource,
+) -> dg.Definitions:
+    """Each account's API under its scope's resource key, the warehouse, the executor."""
+    missing = [a.id for a in accounts if a.id not in apis]
+    if missing:
+        raise ValueError(f"no ContactCenterResource for account(s) {', '.join(missing)}")
+    resources: dict[str, Any] = {AccountScope.of(a).resource_key: apis[a.id] for a in accounts}
+    return dg.Definitions(resources={**resources, "warehouse": warehouse}, executor=step_executor())
 
 
 def step_executor() -> dg.ExecutorDefinition:
@@ -168,11 +197,41 @@ def resources_from_env(
     return contact_center, warehouse
 
 
+def account_resources(
+    accounts: Sequence[Account],
+    env: Mapping[str, str],
+    start_date: date,
+    default: ContactCenterResource,
+) -> dict[str, ContactCenterResource]:
+    """Each account's API resource, by account id. Without an accounts file, the one account
+    is `default`, as `resources_from_env` built it; an account of the file has its base URL
+    as given and its key as `EnvVar(api_key_env)` (None when that variable is unset: the
+    location loads, the account's API steps fail naming the account and the variable). A
+    `sandbox` account gets the in-process emulator, seeded from its id."""
+    from pipelines.accounts import ACCOUNTS_FILE_VAR
+
+    if not env.get(ACCOUNTS_FILE_VAR, "").strip():
+        return {a.id: default for a in accounts}
+    return {
+        a.id: ContactCenterResource(
+            base_url=a.base_url,
+            api_key=_setting(a.api_key_env, env) if a.api_key_env else None,
+            account_id=a.id,
+            api_key_env=a.api_key_env,
+            sandbox_seed=AccountScope.of(a).sandbox_seed(),
+            sandbox_start_date=start_date.isoformat(),
+            sandbox_cdrs_per_day=default.sandbox_cdrs_per_day,
+        )
+        for a in accounts
+    }
+
+
 @contextmanager
-def api_environ(env: Mapping[str, str]) -> Iterator[None]:
+def api_environ(env: Mapping[str, str], key_vars: Sequence[str] = ()) -> Iterator[None]:
     """`os.environ` holds `env`'s API variables (and not the others) meanwhile, so the
-    resources' `EnvVar`s resolve to what the caller passed; restored afterwards."""
-    names = (BASE_URL_VAR, API_KEY_VAR)
+    resources' `EnvVar`s resolve to what the caller passed; restored afterwards. `key_vars`:
+    the accounts' key variables (`api_key_env`), besides CC_API_BASE_URL and CC_API_KEY."""
+    names = (BASE_URL_VAR, API_KEY_VAR, *key_vars)
     wanted = {name: env.get(name) for name in names}
     saved = {name: os.environ.get(name) for name in names}
     try:
@@ -199,9 +258,12 @@ def defs_from_env(env: Mapping[str, str]) -> dg.Definitions:
     location = location_from_env(env)
     contact_center, warehouse = resources_from_env(env, location.start_date)
     return build_defs(
-        contact_center=contact_center,
         warehouse=warehouse,
         start_date=location.start_date,
         lookback_days=location.lookback_days,
         owners=location.owners,
+        accounts=location.accounts,
+        api_resources=account_resources(
+            location.accounts, env, location.start_date, contact_center
+        ),
     )

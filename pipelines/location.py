@@ -18,9 +18,11 @@ from datetime import date
 import dagster as dg
 from dagster._utils.warnings import BetaWarning, PreviewWarning
 
+from pipelines.accounts import Account, accounts_from_env
 from pipelines.catalog import DEFAULT_OWNERS, parse_owners, with_catalog
 from pipelines.partitions import DEFAULT_START_DATE, daily_partitions
 from pipelines.resources import WarehouseResource
+from pipelines.scope import AccountScope, unconfigured_default
 from pipelines.settings import DEFAULT_LOOKBACK_DAYS, settings_from_env
 from pipelines.steps import api_retry_policy
 
@@ -34,14 +36,23 @@ class Location:
     lookback_days: int = DEFAULT_LOOKBACK_DAYS
     retry_policy: dg.RetryPolicy = field(default_factory=api_retry_policy)
     owners: tuple[str, ...] = DEFAULT_OWNERS
+    # The contact centers; each concern builds its assets once per account (`scopes`).
+    accounts: tuple[Account, ...] = field(default_factory=lambda: (unconfigured_default(),))
+
+    @property
+    def scopes(self) -> tuple[AccountScope, ...]:
+        return tuple(AccountScope.of(a) for a in self.accounts)
 
     @property
     def partitions_def(self) -> dg.DailyPartitionsDefinition:
         return daily_partitions(self.start_date)
 
-    def catalogued(self, assets: Sequence[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
-        """`assets` with their catalog metadata (columns, lineage, location) and owners."""
-        return with_catalog(assets, self.lake_uri, self.owners)
+    def catalogued(
+        self, assets: Sequence[dg.AssetsDefinition], scope: AccountScope | None = None
+    ) -> list[dg.AssetsDefinition]:
+        """`assets` with their catalog metadata (columns, lineage, the account's location)
+        and owners."""
+        return with_catalog(assets, self.lake_uri, self.owners, scope.prefix if scope else ())
 
 
 def location_from_env(env: Mapping[str, str]) -> Location:
@@ -53,7 +64,14 @@ def location_from_env(env: Mapping[str, str]) -> Location:
         start_date=settings.start_date,
         lookback_days=settings.lookback_days,
         owners=parse_owners(settings.owners),
+        accounts=location_accounts(env),
     )
+
+
+def location_accounts(env: Mapping[str, str]) -> tuple[Account, ...]:
+    """The accounts of a code location: an account whose key variable is unset still loads
+    (only its API steps fail); with no source at all, one unconfigured `default`."""
+    return accounts_from_env(env, require_keys=False) or (unconfigured_default(),)
 
 
 Builder = Callable[[Location], dg.Definitions]

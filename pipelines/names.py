@@ -6,8 +6,6 @@ the freshness check, the report waits for the `agg_*` keys) it selects them by t
 resolved by Dagster once the folders are merged.
 """
 
-import dagster as dg
-
 CDR_GROUP = "cdrs"
 SNAPSHOT_GROUP = "snapshots"
 REPORT_GROUP = "reports"
@@ -19,15 +17,7 @@ NIGHTLY_CRON = "0 1 * * *"
 
 FRESHNESS_ASSET = "cdrs"
 FRESHNESS_CHECK = "newest_due_day_landed"
-FRESHNESS_CHECK_KEY = dg.AssetCheckKey(dg.AssetKey(FRESHNESS_ASSET), FRESHNESS_CHECK)
 
 
-def cdr_run_selection() -> dg.AssetSelection:
-    """What one day's CDR run materializes: the `cdrs` group (the day's tables and aggregates)
-    with their checks, except the freshness check, which judges the newest due day, not the day
-    a run writes: it has its own hourly job."""
-    return dg.AssetSelection.groups(CDR_GROUP) - dg.AssetSelection.checks(FRESHNESS_CHECK_KEY)
-
-
-def snapshot_run_selection() -> dg.AssetSelection:
-    return dg.AssetSelection.groups(SNAPSHOT_GROUP)
+# The selections of one account's CDR and snapshot runs are `pipelines.scope.AccountScope`'s
+# `cdr_run_selection` and `snapshot_run_selection`: the same names, per account.

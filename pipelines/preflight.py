@@ -211,9 +211,10 @@ def fatal_setup_errors(fn: F) -> F:
         except dg.Failure:
             raise
         except Exception as exc:
-            warehouse = next(
-                (v for v in [*args, *kwargs.values()] if isinstance(v, WarehouseResource)), None
-            )
+            values = [*args, *kwargs.values()]
+            # A step taking its resources by key (one per account) has them on its context.
+            values += [getattr(getattr(v, "resources", None), "warehouse", None) for v in args]
+            warehouse = next((v for v in values if isinstance(v, WarehouseResource)), None)
             problem = setup_problem(exc, _where(warehouse))
             if problem is None:
                 raise

@@ -103,6 +103,13 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     sandbox_start_date: str | None = Field(
         default=None, description="First sandbox day (YYYY-MM-DD); default: partitions start."
     )
+    account_id: str = Field(
+        default="default", description="The account (contact center) this API is; in errors."
+    )
+    api_key_env: str | None = Field(
+        default="CC_API_KEY",
+        description="The variable holding the key (its name only; None for a sandbox account).",
+    )
 
     def __repr__(self) -> str:
         # The default pydantic repr would print the key.
@@ -132,10 +139,23 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         days = max(1, (datetime.now(UTC).date() - start).days + 1)
         return shared_sandbox(self.sandbox_seed, self.sandbox_cdrs_per_day, start, days)
 
+    @property
+    def is_default_account(self) -> bool:
+        return self.account_id == "default" and self.api_key_env == "CC_API_KEY"
+
+    def for_account(self, message: str) -> str:
+        """`message` naming the account and its key variable (the default account's messages
+        already name CC_API_KEY)."""
+        if self.is_default_account:
+            return message
+        return f"account {self.account_id} (api_key_env {self.api_key_env}): {message}"
+
     def settings(self) -> ClientSettings:
         problem = source_problem(self.base_url, self.api_key)
         if problem is not None:
-            raise config_failure(problem)
+            if not self.is_default_account and problem == MISSING_KEY_MESSAGE:
+                problem = f"the variable {self.api_key_env} is not set; set it to a v4 API key"
+            raise config_failure(self.for_account(problem))
         if self.uses_sandbox:
             from connectors.sandbox.config import DEFAULT_API_KEY
 
@@ -165,9 +185,15 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
             )
+            fix = (
+                "fix CC_API_BASE_URL / CC_API_KEY and re-run."
+                if self.is_default_account
+                else "fix its base_url / the key and re-run."
+            )
             raise dg.Failure(
-                description=f"invalid Contact Center API settings ({problems}); fix "
-                "CC_API_BASE_URL / CC_API_KEY and re-run.",
+                description=self.for_account(
+                    f"invalid Contact Center API settings ({problems}); {fix}"
+                ),
                 allow_retries=False,
             ) from None
 
@@ -259,8 +285,14 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def resolved_lake_uri(self) -> str:
         return self.lake_uri or (self.data_path / "lake").as_uri()
 
-    def lake(self) -> Lake:
-        return Lake(self.resolved_lake_uri)
+    def lake(self, account_id: str = "default") -> Lake:
+        """The account's lake: the root for `default`, its sub-lake otherwise.
+
+        Stand-in until the warehouse branch lands: `Lake.account(account_id)` replaces the
+        sub-lake URI built here (and gives the sub-lake its own provenance marker)."""
+        if account_id == "default":
+            return Lake(self.resolved_lake_uri)
+        return Lake(f"{self.resolved_lake_uri.rstrip('/')}/account_id={account_id}")
 
     def refresh_views(self) -> bool:
         """Rebuild `warehouse.duckdb`'s views (atomic rename, never blocks an analyst) when they

@@ -1,13 +1,14 @@
 """What the API-calling steps (the CDR day and the snapshots) share: retries, the failure that
 names the fix, the freshness policy, and the materialization with its throughput and preview.
 
-Every API-calling asset is in the `contact_center_api` pool (`pipelines.names.API_POOL`; limit
-in dagster.yaml).
+Every API-calling asset is in its account's pool (`contact_center_api` for the default
+account, `contact_center_api__<id>` for another: `pipelines.scope`; the limit in dagster.yaml
+applies to each pool).
 """
 
 import functools
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 import polars as pl
@@ -20,6 +21,9 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
 )
 from pipelines.cdr_day import PREVIEW_ROWS
+
+if TYPE_CHECKING:
+    from pipelines.resources import ContactCenterResource
 
 CDRS_ENDPOINT = "/api/v4/reporting/cdrs"
 
@@ -49,15 +53,19 @@ def nightly_freshness() -> dg.FreshnessPolicy:
     )
 
 
-def api_failure(exc: ContactCenterError, *, partition: str | None) -> dg.Failure:
-    """A Dagster failure that says what went wrong, where, and what to fix.
+def api_failure(
+    exc: ContactCenterError, *, partition: str | None, api: "ContactCenterResource | None" = None
+) -> dg.Failure:
+    """A Dagster failure that says what went wrong, where, and what to fix; for an account
+    other than `default` (`api`), it names the account and its key variable.
 
     Fatal errors (401/403/422 and the rest of `FatalAPIError`) are not retried: the same
     request would fail the same way until someone changes the key or the request.
     """
     fatal = isinstance(exc, FatalAPIError)
+    key_var = (api.api_key_env if api is not None else None) or "CC_API_KEY"
     if isinstance(exc, AuthenticationError):
-        fix = "CC_API_KEY is missing, wrong or not a v4 key: generate a v4 API key and set it."
+        fix = f"{key_var} is missing, wrong or not a v4 key: generate a v4 API key and set it."
     elif isinstance(exc, PermissionDeniedError):
         scope = exc.scope or "the endpoint's scope"
         fix = f"the API key lacks the scope {scope!r}: add it to the key on the API keys page."
@@ -68,8 +76,9 @@ def api_failure(exc: ContactCenterError, *, partition: str | None) -> dg.Failure
     else:
         fix = "transient; the step is retried with exponential backoff."
     endpoint = f"{exc.method} {exc.path}".strip() or CDRS_ENDPOINT
+    description = f"{type(exc).__name__} on {endpoint}: {exc} -> {fix}"
     return dg.Failure(
-        description=f"{type(exc).__name__} on {endpoint}: {exc} -> {fix}",
+        description=api.for_account(description) if api is not None else description,
         metadata={
             "error_class": type(exc).__name__,
             "endpoint": endpoint,
@@ -100,7 +109,7 @@ def markdown_preview(df: pl.DataFrame, rows: int = PREVIEW_ROWS, max_cols: int =
 
 
 def landed(
-    table: str,
+    table: str | dg.AssetKey,
     rows: int,
     preview: pl.DataFrame | None,
     timed: tuple[int, float],

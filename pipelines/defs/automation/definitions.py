@@ -1,5 +1,5 @@
-"""The automation concern: the nightly schedule over the CDR and snapshot groups, and the
-run-failure sensor over every run."""
+"""The automation concern: the nightly schedule over every account's CDR and snapshot groups,
+and the run-failure sensor over every run."""
 
 import dagster as dg
 
@@ -9,7 +9,9 @@ from pipelines.location import Location, autoloaded
 
 
 def build_automation(location: Location) -> dg.Definitions:
-    nightly = build_nightly_schedule(location.partitions_def, location.lookback_days)
+    nightly = build_nightly_schedule(
+        location.partitions_def, location.lookback_days, location.scopes
+    )
     return dg.Definitions(schedules=[nightly], sensors=[failure_summary_sensor()])
 
 

@@ -6,17 +6,15 @@ re-materializing replaces a partition whole, so this is idempotent. Each partiti
 run (a failure of one day does not hide the others), plus one run for the snapshots.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
-from pipelines.names import (
-    CDR_GROUP,
-    NIGHTLY_CRON,
-    SNAPSHOT_GROUP,
-    cdr_run_selection,
-    snapshot_run_selection,
-)
+from pipelines.names import CDR_GROUP, NIGHTLY_CRON, SNAPSHOT_GROUP
+from pipelines.scope import DEFAULT_SCOPE, AccountScope
 from pipelines.settings import DEFAULT_LOOKBACK_DAYS
 
 
@@ -33,40 +31,60 @@ def nightly_partition_keys(
 def build_nightly_schedule(
     partitions_def: dg.PartitionsDefinition[str],
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    scopes: Sequence[AccountScope] = (DEFAULT_SCOPE,),
 ) -> dg.ScheduleDefinition:
-    """The 01:00 UTC schedule over the CDR partitions and the snapshot assets.
+    """The 01:00 UTC schedule over every account's CDR partitions and snapshot assets.
 
-    Its runs select what the `cdr_daily` and `snapshots` jobs select (`pipelines.names`),
-    resolved at each tick against the code location's asset graph: this folder imports no other
-    folder's objects. The freshness check has its own hourly job and stays out of the day runs."""
+    Per account (`scopes`), its runs select what the account's `cdr_daily` and `snapshots`
+    jobs select (`pipelines.scope`), resolved at each tick against the code location's asset
+    graph: this folder imports no other folder's objects. Each run is one account's, tagged
+    with it (`cdrhouse/account`), in the account's pool: one account failing fails only its
+    own runs. The freshness check has its own hourly job and stays out of the day runs."""
+    groups = [scope.named(g) for scope in scopes for g in (CDR_GROUP, SNAPSHOT_GROUP)]
 
     @dg.schedule(
         name="nightly",
         cron_schedule=NIGHTLY_CRON,
         execution_timezone="UTC",
-        target=dg.AssetSelection.groups(CDR_GROUP, SNAPSHOT_GROUP),
+        target=dg.AssetSelection.groups(*groups),
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description=f"Yesterday's CDRs plus a {lookback_days}-day lookback, and the snapshots.",
     )
     def nightly(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
         scheduled = context.scheduled_execution_time or datetime.now(UTC)
-        tick = scheduled.astimezone(UTC).date().isoformat()
+        keys = nightly_partition_keys(scheduled, lookback_days, partitions_def)
         graph = context.repository_def.asset_graph
-        cdr_assets = sorted(cdr_run_selection().resolve(graph))
-        cdr_checks = sorted(cdr_run_selection().resolve_checks(graph))
-        snapshot_assets = sorted(snapshot_run_selection().resolve(graph))
-        requests = [
-            dg.RunRequest(
-                run_key=f"{tick}:cdrs:{key}",
-                partition_key=key,
-                asset_selection=cdr_assets,
-                asset_check_keys=cdr_checks,
-                tags={"cdrhouse/lookback": str(key != keys[-1]).lower()},
-            )
-            for keys in [nightly_partition_keys(scheduled, lookback_days, partitions_def)]
-            for key in keys
-        ]
-        requests.append(dg.RunRequest(run_key=f"{tick}:snapshots", asset_selection=snapshot_assets))
+        requests: list[dg.RunRequest] = []
+        for scope in scopes:
+            requests += _account_requests(scope, graph, scheduled, keys)
         return requests
 
     return nightly
+
+
+def _account_requests(
+    scope: AccountScope, graph: BaseAssetGraph[Any], scheduled: datetime, keys: Sequence[str]
+) -> list[dg.RunRequest]:
+    """One account's runs of a tick: each day, then the snapshots. The default account's run
+    keys are those of the time before accounts (a retried tick launches no duplicate)."""
+    tick = scheduled.astimezone(UTC).date().isoformat()
+    run_key = tick if scope.is_default else f"{tick}:{scope.account_id}"
+    cdr_assets = sorted(scope.cdr_run_selection().resolve(graph))
+    cdr_checks = sorted(scope.cdr_run_selection().resolve_checks(graph))
+    snapshot_assets = sorted(scope.snapshot_run_selection().resolve(graph))
+    requests = [
+        dg.RunRequest(
+            run_key=f"{run_key}:cdrs:{key}",
+            partition_key=key,
+            asset_selection=cdr_assets,
+            asset_check_keys=cdr_checks,
+            tags={**scope.tags, "cdrhouse/lookback": str(key != keys[-1]).lower()},
+        )
+        for key in keys
+    ]
+    requests.append(
+        dg.RunRequest(
+            run_key=f"{run_key}:snapshots", asset_selection=snapshot_assets, tags=scope.tags
+        )
+    )
+    return requests

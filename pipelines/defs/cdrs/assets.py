@@ -22,9 +22,10 @@ from pipelines.checks import (
     row_count_result,
 )
 from pipelines.checks import selected as selected_checks
-from pipelines.names import API_POOL, CDR_GROUP
+from pipelines.names import CDR_GROUP
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure
+from pipelines.scope import DEFAULT_SCOPE, AccountScope
 from pipelines.steps import api_failure, landed, nightly_freshness
 from warehouse.lake import Lake, LakeSourceConflict
 
@@ -53,13 +54,15 @@ def day_not_whole(partition: str, problems: list[str], lake: Lake, fetched: bool
 def build_cdr_assets(
     partitions_def: dg.PartitionsDefinition[str],
     retry_policy: dg.RetryPolicy,
+    scope: AccountScope = DEFAULT_SCOPE,
 ) -> list[dg.AssetsDefinition]:
-    """`raw_cdrs` and the typed CDR tables of one day: one step that fetches, decodes once,
-    writes every table and computes every CDR check (`pipelines.cdr_day`)."""
+    """`raw_cdrs` and the typed CDR tables of one day of one account (`scope`): one step that
+    fetches, decodes once, writes every table and computes every CDR check
+    (`pipelines.cdr_day`), in the account's pool, with the account's API resource."""
     backfill = dg.BackfillPolicy.multi_run(max_partitions_per_run=1)
     specs = [
         dg.AssetSpec(
-            RAW_CDRS,
+            scope.key(RAW_CDRS),
             kinds={"parquet", "api"},
             freshness_policy=nightly_freshness(),
             description=RAW_DESCRIPTION,
@@ -67,8 +70,8 @@ def build_cdr_assets(
         ),
         *(
             dg.AssetSpec(
-                table,
-                deps=[RAW_CDRS],
+                scope.key(table),
+                deps=[scope.key(RAW_CDRS)],
                 kinds={"parquet", "polars"},
                 freshness_policy=nightly_freshness(),
                 description=_NORMALIZED_DESCRIPTIONS[table],
@@ -79,21 +82,20 @@ def build_cdr_assets(
     ]
 
     @dg.multi_asset(
-        name=RAW_CDRS,
-        group_name=CDR_GROUP,
+        name=scope.op(RAW_CDRS),
+        group_name=scope.named(CDR_GROUP),
         partitions_def=partitions_def,
         backfill_policy=backfill,
-        pool=API_POOL,
+        pool=scope.pool,
         retry_policy=retry_policy,
         specs=specs,
-        check_specs=list(CDR_CHECK_SPECS),
+        check_specs=[s._replace(asset_key=scope.key(s.asset_key)) for s in CDR_CHECK_SPECS],
         can_subset=True,
+        required_resource_keys={scope.resource_key, "warehouse"},
     )
     @fatal_setup_errors
     def raw_cdrs(
         context: dg.AssetExecutionContext,
-        contact_center: ContactCenterResource,
-        warehouse: WarehouseResource,
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
         """One UTC day (`started_at` in [day, day+1)): the records exactly as the API sent them,
         and the typed tables projected from them, each replaced atomically, and only when every
@@ -102,18 +104,20 @@ def build_cdr_assets(
 
         Selected without `raw_cdrs`, the typed tables are normalized again from the lake's
         `raw_cdrs` partition, without calling the API, by the same rule."""
+        contact_center: ContactCenterResource = getattr(context.resources, scope.resource_key)
+        warehouse: WarehouseResource = context.resources.warehouse
         partition = context.partition_key
         key = f"date={partition}"
-        selected = {k.to_user_string() for k in context.selected_asset_keys}
+        selected = {k.path[-1] for k in context.selected_asset_keys}
         tables = [t for t in NORMALIZED_TABLES if t in selected]
-        lake = warehouse.lake()
+        lake = warehouse.lake(scope.account_id)
         begun = time.perf_counter()
         fetched = RAW_CDRS in selected
         if fetched:
             try:
                 stats, checks = land_day(contact_center, lake, context.log, partition, tables)
             except ContactCenterError as exc:
-                raise api_failure(exc, partition=partition) from exc
+                raise api_failure(exc, partition=partition, api=contact_center) from exc
             except LakeSourceConflict as exc:
                 raise config_failure(str(exc), "LakeSourceConflict") from None
             api_total: int | None = stats.api_total
@@ -139,7 +143,7 @@ def build_cdr_assets(
         if whole:
             if fetched:
                 yield landed(
-                    RAW_CDRS,
+                    scope.key(RAW_CDRS),
                     stats.rows,
                     stats.previews.get(RAW_CDRS),
                     (stats.rows, seconds),
@@ -151,11 +155,12 @@ def build_cdr_assets(
                 )
             for table in tables:
                 yield landed(
-                    table,
+                    scope.key(table),
                     stats.counts.get(table, 0),
                     stats.previews.get(table),
                     (stats.rows, seconds),
                 )
+        results = [scope.rekeyed(r) for r in results]
         yield from selected_checks(results, context.selected_asset_check_keys)
         if not whole:
             raise day_not_whole(partition, blocking_problems(results), lake, fetched)

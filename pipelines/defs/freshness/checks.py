@@ -22,6 +22,7 @@ from pydantic import Field
 from models.timestamps import parse_ts
 from pipelines.names import FRESHNESS_ASSET, FRESHNESS_CHECK
 from pipelines.resources import utc_now
+from pipelines.scope import DEFAULT_SCOPE, AccountScope
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -101,8 +102,10 @@ def _as_of(config: FreshnessConfig) -> datetime:
 
 def build_freshness_check(
     partitions_def: dg.PartitionsDefinition[str],
+    scope: AccountScope = DEFAULT_SCOPE,
 ) -> dg.AssetChecksDefinition:
-    key = dg.AssetKey(FRESHNESS_ASSET)
+    """The check on the account's `cdrs` (each account's days land on their own)."""
+    key = scope.key(FRESHNESS_ASSET)
 
     @dg.asset_check(
         asset=key,
@@ -122,17 +125,20 @@ def build_freshness_check(
 
 def build_freshness_job_and_schedule(
     check: dg.AssetChecksDefinition,
+    scope: AccountScope = DEFAULT_SCOPE,
 ) -> tuple["UnresolvedAssetJobDefinition", dg.ScheduleDefinition]:
-    """The check alone as a job, and its hourly schedule evaluated as of each tick."""
+    """The check alone as a job, and its hourly schedule evaluated as of each tick (one pair
+    per account: `cdr_freshness`, `cdr_freshness__<id>`)."""
     job = dg.define_asset_job(
-        FRESHNESS_JOB,
+        scope.named(FRESHNESS_JOB),
+        tags=scope.tags,
         selection=dg.AssetSelection.checks(check),
         description="Did the newest due CDR day land? (partition-aware freshness)",
     )
     op_name = check.node_def.name
 
     @dg.schedule(
-        name="cdr_freshness_hourly",
+        name=scope.named("cdr_freshness_hourly"),
         cron_schedule=FRESHNESS_CRON,
         execution_timezone="UTC",
         job=job,

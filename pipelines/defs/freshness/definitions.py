@@ -1,4 +1,5 @@
-"""The freshness concern: the check on the CDR partitions, its job and its hourly schedule."""
+"""The freshness concern: per account, the check on its CDR partitions, its job and its hourly
+schedule."""
 
 import dagster as dg
 
@@ -7,9 +8,14 @@ from pipelines.location import Location, autoloaded
 
 
 def build_freshness(location: Location) -> dg.Definitions:
-    check = build_freshness_check(location.partitions_def)
-    job, schedule = build_freshness_job_and_schedule(check)
-    return dg.Definitions(asset_checks=[check], jobs=[job], schedules=[schedule])
+    checks, jobs, schedules = [], [], []
+    for scope in location.scopes:
+        check = build_freshness_check(location.partitions_def, scope)
+        job, schedule = build_freshness_job_and_schedule(check, scope)
+        checks.append(check)
+        jobs.append(job)
+        schedules.append(schedule)
+    return dg.Definitions(asset_checks=checks, jobs=jobs, schedules=schedules)
 
 
 defs = autoloaded(build_freshness)

@@ -61,14 +61,16 @@ def report_condition() -> dg.AutomationCondition[Any]:
 
 
 def build_report_asset(
-    aggregate_keys: Sequence[str], balance_key: str = "balance_snapshots"
+    aggregate_keys: Sequence[str | dg.AssetKey],
+    balance_keys: Sequence[str | dg.AssetKey] = ("balance_snapshots",),
 ) -> dg.AssetsDefinition:
+    """One report over every account: it waits for each account's `agg_*` and balance."""
     deps = [dg.AssetDep(k, partition_mapping=dg.LastPartitionMapping()) for k in aggregate_keys]
 
     @dg.asset(
         name=REPORT_ASSET,
         group_name=REPORT_GROUP,
-        deps=[*deps, dg.AssetDep(balance_key)],
+        deps=[*deps, *(dg.AssetDep(k) for k in balance_keys)],
         kinds={"html", "duckdb"},
         automation_condition=report_condition(),
         description=(

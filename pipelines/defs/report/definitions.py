@@ -1,4 +1,5 @@
-"""The report concern: `contact_center_report`, downstream of the `agg_*` keys by name."""
+"""The report concern: one `contact_center_report`, downstream of every account's `agg_*` keys
+(and balance snapshot) by name."""
 
 import dagster as dg
 
@@ -8,8 +9,10 @@ from warehouse.viewsql import aggregate_names
 
 
 def build_report(location: Location) -> dg.Definitions:
+    aggregates = [scope.key(name) for scope in location.scopes for name in aggregate_names()]
+    balances = [scope.key("balance_snapshots") for scope in location.scopes]
     return dg.Definitions(
-        assets=location.catalogued([build_report_asset(aggregate_names())]),
+        assets=location.catalogued([build_report_asset(aggregates, balances)]),
         sensors=[build_report_sensor()],
     )
 

@@ -11,9 +11,10 @@ import dagster as dg
 from connectors.contact_center.errors import ContactCenterError
 from models.tables import TABLES
 from models.timestamps import iso_ms
-from pipelines.names import API_POOL, SNAPSHOT_GROUP
+from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure, utc_now
+from pipelines.scope import DEFAULT_SCOPE, AccountScope
 from pipelines.snapshot_sources import (
     SNAPSHOT_SOURCES,
     SnapshotSource,
@@ -24,15 +25,18 @@ from pipelines.steps import api_failure, landed, nightly_freshness
 from warehouse.lake import LakeSourceConflict
 
 
-def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.AssetsDefinition:
+def _snapshot_asset(
+    source: SnapshotSource, retry_policy: dg.RetryPolicy, scope: AccountScope
+) -> dg.AssetsDefinition:
     @dg.multi_asset(
-        name=f"{source.name}_snapshot",
-        group_name=SNAPSHOT_GROUP,
-        pool=API_POOL,
+        name=scope.op(f"{source.name}_snapshot"),
+        group_name=scope.named(SNAPSHOT_GROUP),
+        pool=scope.pool,
         retry_policy=retry_policy,
+        required_resource_keys={scope.resource_key, "warehouse"},
         specs=[
             dg.AssetSpec(
-                table,
+                scope.key(table),
                 kinds={"parquet", "api"},
                 freshness_policy=nightly_freshness(),
                 description=TABLES[table].description,
@@ -41,14 +45,12 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         ],
     )
     @fatal_setup_errors
-    def snapshot(
-        context: dg.AssetExecutionContext,
-        contact_center: ContactCenterResource,
-        warehouse: WarehouseResource,
-    ) -> Iterator[dg.MaterializeResult[Any]]:
+    def snapshot(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult[Any]]:
         """Read the resource(s) now and replace today's (UTC) snapshot partition."""
+        contact_center: ContactCenterResource = getattr(context.resources, scope.resource_key)
+        warehouse: WarehouseResource = context.resources.warehouse
         source_id = contact_center.source_id  # fails at once when no source is configured
-        lake = warehouse.lake()
+        lake = warehouse.lake(scope.account_id)
         try:
             lake.check_source(source_id)  # before any API call: refuse early
         except LakeSourceConflict as exc:
@@ -58,7 +60,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         try:
             fetched = asyncio.run(fetch_snapshot(source, contact_center, context.log))
         except ContactCenterError as exc:
-            raise api_failure(exc, partition=None) from exc
+            raise api_failure(exc, partition=None, api=contact_center) from exc
         frames = build_snapshot_frames(source.name, fetched, taken_at)
         seconds = time.perf_counter() - begun
         key = f"snapshot_date={taken_at.date().isoformat()}"
@@ -68,7 +70,7 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
         for table in source.tables:
             frame = frames[table]
             yield landed(
-                table,
+                scope.key(table),
                 frame.height,
                 frame,
                 (frame.height, seconds),
@@ -81,6 +83,9 @@ def _snapshot_asset(source: SnapshotSource, retry_policy: dg.RetryPolicy) -> dg.
     return snapshot
 
 
-def build_snapshot_assets(retry_policy: dg.RetryPolicy) -> list[dg.AssetsDefinition]:
-    """One multi-asset per API resource family; each writes `snapshot_date=<today UTC>`."""
-    return [_snapshot_asset(source, retry_policy) for source in SNAPSHOT_SOURCES]
+def build_snapshot_assets(
+    retry_policy: dg.RetryPolicy, scope: AccountScope = DEFAULT_SCOPE
+) -> list[dg.AssetsDefinition]:
+    """One multi-asset per API resource family of the account (`scope`); each writes
+    `snapshot_date=<today UTC>` in the account's lake."""
+    return [_snapshot_asset(source, retry_policy, scope) for source in SNAPSHOT_SOURCES]

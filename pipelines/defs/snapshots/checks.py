@@ -9,6 +9,7 @@ import polars as pl
 from models.tables import TABLES
 from pipelines.checks import id_sample
 from pipelines.resources import WarehouseResource
+from pipelines.scope import DEFAULT_SCOPE, AccountScope
 
 # Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
 # table belongs to is simply the table name.
@@ -24,10 +25,10 @@ SNAPSHOT_ID_TABLES: tuple[str, ...] = (
 
 
 def latest_snapshot(
-    warehouse: WarehouseResource, table: str, columns: Sequence[str]
+    warehouse: WarehouseResource, table: str, columns: Sequence[str], account_id: str = "default"
 ) -> pl.DataFrame:
-    """The newest snapshot of a table (empty frame when none was taken yet)."""
-    lake = warehouse.lake()
+    """The newest snapshot of an account's table (empty frame when none was taken yet)."""
+    lake = warehouse.lake(account_id)
     keys = lake.partitions(table)
     frames = list(lake.iter_batches(table, keys[-1], columns=columns)) if keys else []
     if frames:
@@ -36,14 +37,14 @@ def latest_snapshot(
     return pl.DataFrame(schema={c: spec[c] for c in columns})
 
 
-def _ids_check(table: str) -> dg.AssetChecksDefinition:
+def _ids_check(table: str, scope: AccountScope) -> dg.AssetChecksDefinition:
     @dg.asset_check(
-        asset=table,
+        asset=scope.key(table),
         name=f"{table}_snapshot_valid",
         description=f"The latest {table} snapshot is non-empty and its ids are unique.",
     )
     def check(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        ids = latest_snapshot(warehouse, table, ["id"])["id"]
+        ids = latest_snapshot(warehouse, table, ["id"], scope.account_id)["id"]
         dupes = ids.filter(ids.is_duplicated()).unique()
         return dg.AssetCheckResult(
             passed=ids.len() > 0 and dupes.len() == 0,
@@ -53,13 +54,15 @@ def _ids_check(table: str) -> dg.AssetChecksDefinition:
     return check
 
 
-def _balance_check() -> dg.AssetChecksDefinition:
+def _balance_check(scope: AccountScope) -> dg.AssetChecksDefinition:
     @dg.asset_check(
-        asset="balance_snapshots",
+        asset=scope.key("balance_snapshots"),
         description="The latest balance snapshot has one row whose amount is a valid decimal.",
     )
     def balance_is_decimal(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        df = latest_snapshot(warehouse, "balance_snapshots", ["amount", "amount_raw"])
+        df = latest_snapshot(
+            warehouse, "balance_snapshots", ["amount", "amount_raw"], scope.account_id
+        )
         raw = df["amount_raw"].to_list()
         valid = True
         for value in raw:
@@ -75,6 +78,9 @@ def _balance_check() -> dg.AssetChecksDefinition:
     return balance_is_decimal
 
 
-def build_snapshot_checks() -> list[dg.AssetChecksDefinition]:
-    """Non-empty + unique ids for every dimension snapshot, and a valid decimal balance."""
-    return [*(_ids_check(table) for table in SNAPSHOT_ID_TABLES), _balance_check()]
+def build_snapshot_checks(
+    scope: AccountScope = DEFAULT_SCOPE,
+) -> list[dg.AssetChecksDefinition]:
+    """Non-empty + unique ids for every dimension snapshot of the account, and a valid decimal
+    balance."""
+    return [*(_ids_check(table, scope) for table in SNAPSHOT_ID_TABLES), _balance_check(scope)]

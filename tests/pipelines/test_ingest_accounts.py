@@ -1,0 +1,201 @@
+"""`cdrhouse ingest` over several accounts, as a user runs it (its own process), against three
+sandboxes served on three ports with three seeds: every account's days land exact in its own
+sub-lake, an account with a wrong key fails alone, and a mistake in the accounts is one line
+before any run."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from connectors.sandbox import SandboxConfig
+from connectors.sandbox.config import DEFAULT_API_KEY
+from pipelines.partitions import partition_window
+from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
+from tests.support.clock import SessionClock
+from tests.support.paths import REPO_ROOT
+from tests.support.served import ServedSandbox, serve_sandbox
+
+SEEDS = {"emea": 31, "apac": 32, "amer": 33}
+CDRS_PER_DAY = 120
+HISTORY_DAYS = 4
+# Three accounts' snapshots and days, each run in a fresh process: generous, never a benchmark.
+INGEST_LIMIT_S = 900.0
+
+
+@dataclass
+class Accounts:
+    served: dict[str, ServedSandbox]
+    first_day: date
+
+    def day(self, n: int) -> date:
+        """The sandboxes' n-th day (0: the first)."""
+        return self.first_day + timedelta(days=n)
+
+
+@pytest.fixture(scope="module")
+def accounts(clock: SessionClock) -> Iterator[Accounts]:
+    first_day = clock.days_ago(HISTORY_DAYS)
+    with ExitStack() as stack:
+        served = {
+            account: stack.enter_context(
+                serve_sandbox(
+                    SandboxConfig(
+                        seed=seed,
+                        cdrs_per_day=CDRS_PER_DAY,
+                        start_date=first_day,
+                        days=HISTORY_DAYS + 1,
+                    ),
+                    clock,
+                )
+            )
+            for account, seed in SEEDS.items()
+        }
+        yield Accounts(served, first_day)
+
+
+def _write_accounts(path: Path, entries: list[tuple[str, str, str]]) -> Path:
+    lines = ["accounts:"]
+    for account, base_url, key_env in entries:
+        lines += [f"  - id: {account}", f"    base_url: {base_url}", f"    api_key_env: {key_env}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _key_var(account: str) -> str:
+    return f"CC_KEY_{account.upper()}"
+
+
+def _env(tmp_path: Path, accounts: Accounts, file: Path, **keys: str) -> dict[str, str]:
+    return clean_env(
+        PYTHONPATH=str(REPO_ROOT),
+        CDRHOUSE_ACCOUNTS_FILE=str(file),
+        CDRHOUSE_DATA_DIR=str(tmp_path / "data"),
+        CDRHOUSE_START_DATE=accounts.first_day.isoformat(),
+        **keys,
+    )
+
+
+def _good(accounts: Accounts) -> list[tuple[str, str, str]]:
+    return [(a, s.base_url, _key_var(a)) for a, s in accounts.served.items()]
+
+
+def _good_keys() -> dict[str, str]:
+    return {_key_var(a): DEFAULT_API_KEY for a in SEEDS}
+
+
+def _landed(lake: Path, account: str, day: date) -> dict[str, Decimal]:
+    """The account's `cdrs` partition of the day, read from its sub-lake: id -> exact cost."""
+    files = sorted((lake / f"account_id={account}" / "cdrs" / f"date={day}").glob("*.parquet"))
+    assert files, f"no cdrs partition of {day} for {account}"
+    frame = pl.concat([pl.read_parquet(f, columns=["id", "cost"]) for f in files])
+    assert frame.schema["cost"] == pl.Decimal(18, 6)
+    return dict(zip(frame["id"].to_list(), frame["cost"].to_list(), strict=True))
+
+
+def _truth(served: ServedSandbox, day: date) -> dict[str, Decimal]:
+    start, end = partition_window(day.isoformat())
+    return {i: Decimal(c) for i, c in served.sandbox.truth_cdrs(start, end).items()}
+
+
+def test_three_accounts_land_exact_each_in_its_own_lake(tmp_path, accounts: Accounts) -> None:
+    file = _write_accounts(tmp_path / "accounts.yaml", _good(accounts))
+    days = [accounts.day(1), accounts.day(2)]
+    argv = ["ingest", "--start", days[0].isoformat(), "--end", accounts.day(3).isoformat()]
+    run = run_cdrhouse(argv, _env(tmp_path, accounts, file, **_good_keys()), INGEST_LIMIT_S)
+    assert run.code == 0, str(run)
+    lake = tmp_path / "data" / "lake"
+    seen: set[str] = set()
+    for account, served in accounts.served.items():
+        uri = f"{lake.as_uri()}/account_id={account}"
+        assert any(uri in line and f"account {account}" in line for line in run.lines), str(run)
+        for day in days:
+            landed, truth = _landed(lake, account, day), _truth(served, day)
+            assert truth, f"the sandbox of {account} has no CDR on {day}"
+            assert landed == truth, f"{account} {day}"
+            seen |= set(landed)
+    # Three seeds, three datasets: no account's rows are another's.
+    assert len(seen) == sum(len(_truth(s, d)) for s in accounts.served.values() for d in days)
+    assert not (lake / "cdrs").exists()  # nothing in the default account's lake
+
+
+def test_a_wrong_key_fails_only_its_account(tmp_path, accounts: Accounts) -> None:
+    # A fourth account on emea's sandbox, with a key that sandbox does not accept (401).
+    entries = [*_good(accounts), ("bad", accounts.served["emea"].base_url, "CC_KEY_BAD")]
+    file = _write_accounts(tmp_path / "accounts.yaml", entries)
+    day = accounts.day(2)
+    argv = ["ingest", "--start", day.isoformat(), "--end", accounts.day(3).isoformat()]
+    env = _env(tmp_path, accounts, file, **_good_keys(), CC_KEY_BAD="not-a-key-it-knows")
+    run = run_cdrhouse(argv, env, INGEST_LIMIT_S)
+    assert run.code == 1, str(run)
+    assert "Traceback" not in run.stdout + run.stderr, str(run)
+    named = [line for line in run.lines if "account bad" in line and "CC_KEY_BAD" in line]
+    assert any("AuthenticationError" in line for line in named), str(run)
+    assert "not-a-key-it-knows" not in run.stdout + run.stderr
+    lake = tmp_path / "data" / "lake"
+    for account, served in accounts.served.items():
+        assert _landed(lake, account, day) == _truth(served, day), account
+    assert not (lake / "account_id=bad" / "cdrs").exists()
+
+
+@pytest.mark.parametrize(
+    ("problem", "needles"),
+    [
+        ("duplicate", ["accounts[1].id 'emea'", "already"]),
+        ("unknown_account", ["unknown account 'nope'", "emea"]),
+        ("unset_key", ["account apac", "CC_KEY_APAC", "not set"]),
+    ],
+)
+def test_account_mistakes_exit_2_with_one_line_before_any_run(
+    tmp_path, accounts: Accounts, problem: str, needles: list[str]
+) -> None:
+    entries = _good(accounts)
+    keys = _good_keys()
+    argv = ["ingest", "--start", accounts.day(2).isoformat(), "--end", accounts.day(3).isoformat()]
+    if problem == "duplicate":
+        entries = [entries[0], entries[0]]
+    elif problem == "unknown_account":
+        argv += ["--account", "emea", "--account", "nope"]
+    else:
+        del keys["CC_KEY_APAC"]
+    file = _write_accounts(tmp_path / "accounts.yaml", entries)
+    run = run_cdrhouse(argv, _env(tmp_path, accounts, file, **keys))
+    assert_one_line_setup_error(run, *needles)
+    assert tree(tmp_path / "data") == []  # no run, no lake, not even the data dir
+
+
+def test_one_selected_account_needs_only_its_own_key(tmp_path, accounts: Accounts) -> None:
+    file = _write_accounts(tmp_path / "accounts.yaml", _good(accounts))
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    day = accounts.day(2)
+    argv = ["ingest", "--start", day.isoformat(), "--end", accounts.day(3).isoformat()]
+    argv += ["--account", "apac", "--no-snapshots"]
+    env = _env(tmp_path, accounts, file, CC_KEY_APAC=DEFAULT_API_KEY, DAGSTER_HOME=str(home))
+    run = run_cdrhouse(argv, env, 600)
+    assert run.code == 0, str(run)
+    lake = tmp_path / "data" / "lake"
+    assert _landed(lake, "apac", day) == _truth(accounts.served["apac"], day)
+    assert sorted(p.name for p in lake.iterdir() if p.name.startswith("account_id=")) == [
+        "account_id=apac"
+    ]
+    # Every configured account's pool exists, at dagster.yaml's default limit, and the run
+    # is recorded with its account's tag.
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        storage = instance.event_log_storage
+        pools = {f"contact_center_api__{a}" for a in SEEDS}
+        assert pools <= storage.get_concurrency_keys()
+        assert {storage.get_concurrency_info(p).slot_count for p in pools} == {2}
+        (record,) = instance.get_run_records()
+        assert record.dagster_run.tags.get("cdrhouse/account") == "apac"
+        assert record.dagster_run.job_name == "cdr_daily__apac"
