@@ -42,7 +42,7 @@ from typing import Any
 import dagster as dg
 
 import pipelines.defs
-from pipelines.accounts import Account
+from pipelines.accounts import ACCOUNTS_FILE_VAR, Account, accounts_from_env
 from pipelines.catalog import DEFAULT_OWNERS
 from pipelines.defs.aggregates.definitions import build_aggregates
 from pipelines.defs.automation.definitions import build_automation
@@ -191,8 +191,15 @@ def resources_from_env(
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
     )
+    # The accounts file's zones, for the KPI views' business days (none without a file: the
+    # default account's day is CDRHOUSE_TIMEZONE's).
+    zones = (
+        {a.id: a.timezone for a in accounts_from_env(env, require_keys=False)}
+        if env.get(ACCOUNTS_FILE_VAR, "").strip()
+        else {}
+    )
     warehouse = WarehouseResource.with_kpi(
-        settings.data_dir, settings.lake_uri, settings.kpi(), settings.currency
+        settings.data_dir, settings.lake_uri, settings.kpi(), settings.currency, zones
     )
     return contact_center, warehouse
 

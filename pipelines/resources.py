@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -35,7 +35,7 @@ from pipelines.preflight import is_sandbox as is_sandbox
 from pipelines.preflight import source_problem
 from warehouse import kpi as k
 from warehouse.kpi import KpiSettings
-from warehouse.lake import Lake
+from warehouse.lake import DEFAULT_ACCOUNT, Lake
 
 if TYPE_CHECKING:
     from connectors.contact_center import ContactCenterClient
@@ -104,7 +104,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         default=None, description="First sandbox day (YYYY-MM-DD); default: partitions start."
     )
     account_id: str = Field(
-        default="default", description="The account (contact center) this API is; in errors."
+        default=DEFAULT_ACCOUNT, description="The account (contact center) this API is; in errors."
     )
     api_key_env: str | None = Field(
         default="CC_API_KEY",
@@ -141,7 +141,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     @property
     def is_default_account(self) -> bool:
-        return self.account_id == "default" and self.api_key_env == "CC_API_KEY"
+        return self.account_id == DEFAULT_ACCOUNT and self.api_key_env == "CC_API_KEY"
 
     def for_account(self, message: str) -> str:
         """`message` naming the account and its key variable (the default account's messages
@@ -244,15 +244,26 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     currency: str | None = Field(
         default=None, description="CDRHOUSE_CURRENCY: the report's money sign (ISO 4217)."
     )
+    # Each account's business-day zone (the accounts file); empty: every account's day is
+    # `timezone`'s, and a rebuild keeps the zones the warehouse file was built with.
+    account_zones: dict[str, str] = Field(
+        default_factory=dict, description="Account id -> IANA zone of its business day."
+    )
 
     @classmethod
     def with_kpi(
-        cls, data_dir: str, lake_uri: str | None, kpi: KpiSettings, currency: str | None = None
+        cls,
+        data_dir: str,
+        lake_uri: str | None,
+        kpi: KpiSettings,
+        currency: str | None = None,
+        account_zones: Mapping[str, str] | None = None,
     ) -> WarehouseResource:
         return cls(
             data_dir=data_dir,
             lake_uri=lake_uri,
             currency=currency,
+            account_zones=dict(account_zones or {}),
             timezone=kpi.timezone,
             sl_threshold_s=kpi.sl_threshold_s,
             short_abandon_s=kpi.short_abandon_s,
@@ -285,14 +296,10 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def resolved_lake_uri(self) -> str:
         return self.lake_uri or (self.data_path / "lake").as_uri()
 
-    def lake(self, account_id: str = "default") -> Lake:
-        """The account's lake: the root for `default`, its sub-lake otherwise.
-
-        Stand-in until the warehouse branch lands: `Lake.account(account_id)` replaces the
-        sub-lake URI built here (and gives the sub-lake its own provenance marker)."""
-        if account_id == "default":
-            return Lake(self.resolved_lake_uri)
-        return Lake(f"{self.resolved_lake_uri.rstrip('/')}/account_id={account_id}")
+    def lake(self, account_id: str = DEFAULT_ACCOUNT) -> Lake:
+        """The account's lake: the root for `default`, its sub-lake (with its own provenance
+        marker) otherwise."""
+        return Lake(self.resolved_lake_uri).account(account_id)
 
     def refresh_views(self) -> bool:
         """Rebuild `warehouse.duckdb`'s views (atomic rename, never blocks an analyst) when they
@@ -306,13 +313,20 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if not self.lake().is_local:
             return False
         self.data_path.mkdir(parents=True, exist_ok=True)
-        return refresh_views(self.data_path, self.resolved_lake_uri, self.kpi())
+        return refresh_views(
+            self.data_path, self.resolved_lake_uri, self.kpi(), self.account_zones or None
+        )
 
     def build_views(self) -> Path:
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""
         from warehouse.duck import build_warehouse
 
-        return build_warehouse(self.data_path, self.resolved_lake_uri, kpi=self.kpi())
+        return build_warehouse(
+            self.data_path,
+            self.resolved_lake_uri,
+            kpi=self.kpi(),
+            account_zones=self.account_zones or None,
+        )
 
 
 def utc_now() -> datetime:

@@ -151,3 +151,13 @@ def test_select_keeps_the_configured_order_and_refuses_an_unknown_id(tmp_path: P
     assert select(accounts, []) == accounts
     with pytest.raises(SettingsError, match="unknown account 'emae'; the configured ones: apac"):
         select(accounts, ["emae"])
+
+
+def test_the_default_account_and_the_id_rule_are_the_lakes() -> None:
+    """`pipelines.accounts` stays free of polars/pyarrow (the CLI reads it before any heavy
+    import), so it repeats two names of `warehouse.lake`: they must not drift apart."""
+    from pipelines import accounts
+    from warehouse import lake
+
+    assert accounts.DEFAULT_ACCOUNT == lake.DEFAULT_ACCOUNT
+    assert accounts.ACCOUNT_ID.pattern == lake.ACCOUNT_ID.pattern

@@ -5,13 +5,15 @@ before any run."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import polars as pl
@@ -63,10 +65,16 @@ def accounts(clock: SessionClock) -> Iterator[Accounts]:
         yield Accounts(served, first_day)
 
 
+# Each account's business day; amer has none: CDRHOUSE_TIMEZONE's (UTC here).
+ZONES = {"emea": "Europe/Berlin", "apac": "Australia/Sydney"}
+
+
 def _write_accounts(path: Path, entries: list[tuple[str, str, str]]) -> Path:
     lines = ["accounts:"]
     for account, base_url, key_env in entries:
         lines += [f"  - id: {account}", f"    base_url: {base_url}", f"    api_key_env: {key_env}"]
+        if account in ZONES:
+            lines.append(f"    timezone: {ZONES[account]}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -126,6 +134,41 @@ def test_three_accounts_land_exact_each_in_its_own_lake(tmp_path, accounts: Acco
     # Three seeds, three datasets: no account's rows are another's.
     assert len(seen) == sum(len(_truth(s, d)) for s in accounts.served.values() for d in days)
     assert not (lake / "cdrs").exists()  # nothing in the default account's lake
+
+    # What an analyst reads: `cdrhouse sql`, one account and one day at a time.
+    env = _env(tmp_path, accounts, file, **_good_keys())
+    for account, served in accounts.served.items():
+        for day in days:
+            query = (
+                "SELECT id, CAST(cost AS VARCHAR) AS cost FROM cdrs "
+                f"WHERE account_id = '{account}' AND date = DATE '{day}'"
+            )
+            answer = run_cdrhouse(["sql", "--format", "json", query], env, INGEST_LIMIT_S)
+            assert answer.code == 0, str(answer)
+            rows = json.loads(answer.stdout)
+            got = {row["id"]: Decimal(row["cost"]) for row in rows}
+            assert len(rows) == len(got)  # no id twice
+            assert got == _truth(served, day), f"cdrhouse sql: {account} {day}"
+
+    # Each account's local day comes from its own zone: the KPI intervals' local dates.
+    query = (
+        "SELECT account_id, CAST(interval_start_utc AS VARCHAR) AS utc, "
+        "CAST(local_date AS VARCHAR) AS local_date FROM rpt_interval_kpis"
+    )
+    answer = run_cdrhouse(["sql", "--format", "json", query], env, INGEST_LIMIT_S)
+    assert answer.code == 0, str(answer)
+    rows = json.loads(answer.stdout)
+    assert {r["account_id"] for r in rows} == set(SEEDS)
+    shifted: dict[str, int] = dict.fromkeys(SEEDS, 0)
+    for row in rows:
+        utc = datetime.fromisoformat(row["utc"]).astimezone(UTC)
+        zone = ZoneInfo(ZONES.get(row["account_id"], "UTC"))
+        assert row["local_date"] == utc.astimezone(zone).date().isoformat(), row
+        shifted[row["account_id"]] += row["local_date"] != utc.date().isoformat()
+    # Sydney (UTC+11) moves every interval after 13:00 UTC to the next day; UTC moves none.
+    # (Berlin moves 23:00-24:00 UTC only, which a small night may not have: not asserted.)
+    assert shifted["apac"] > 0, shifted
+    assert shifted["amer"] == 0, shifted
 
 
 def test_a_wrong_key_fails_only_its_account(tmp_path, accounts: Accounts) -> None:

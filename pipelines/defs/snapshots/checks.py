@@ -10,6 +10,7 @@ from models.tables import TABLES
 from pipelines.checks import id_sample
 from pipelines.resources import WarehouseResource
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
+from warehouse.lake import DEFAULT_ACCOUNT
 
 # Snapshot tables checked for unique ids (their `id` is the natural key), and the asset each
 # table belongs to is simply the table name.
@@ -25,7 +26,10 @@ SNAPSHOT_ID_TABLES: tuple[str, ...] = (
 
 
 def latest_snapshot(
-    warehouse: WarehouseResource, table: str, columns: Sequence[str], account_id: str = "default"
+    warehouse: WarehouseResource,
+    table: str,
+    columns: Sequence[str],
+    account_id: str = DEFAULT_ACCOUNT,
 ) -> pl.DataFrame:
     """The newest snapshot of an account's table (empty frame when none was taken yet)."""
     lake = warehouse.lake(account_id)
