@@ -8,9 +8,10 @@ days land exact in its own sub-lake, and the other account's API is never called
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import dagster as dg
@@ -18,11 +19,12 @@ import polars as pl
 import pytest
 from dagster._core.storage.dagster_run import RunsFilter
 
-from connectors.sandbox import SandboxConfig
+from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
 from pipelines.partitions import partition_window
 from tests.deploy._services import DEPLOY_YAML, MotoS3, Postgres, deploy_env
 from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev, run_dagster_dev
+from tests.support.cli import run_cdrhouse
 from tests.support.clock import SessionClock
 from tests.support.served import ServedSandbox, serve_sandbox
 
@@ -34,6 +36,7 @@ SEEDS = {"emea": 41, "apac": 42}
 DAYS = 5
 CDRS_PER_DAY = 150
 BACKFILL_TIMEOUT_S = 900.0
+INGEST_LIMIT_S = 900.0
 GROUP_ASSETS = "{ assetNodes { assetKey { path } groupName } }"
 
 
@@ -145,7 +148,42 @@ def test_a_ui_backfill_of_one_account_runs_that_account_only_on_postgres(
     emea = deployment.served["emea"].sandbox
     assert emea.counters.get(CDRS_PATH, 0) > asked["emea"]
     for day in days:
-        start, end = partition_window(day.isoformat())
-        truth = {i: Decimal(c) for i, c in emea.truth_cdrs(start, end).items()}
-        assert truth
-        assert _landed(s3, deployment.bucket, "emea", day) == truth, day
+        assert _landed(s3, deployment.bucket, "emea", day) == _truth(emea, day), day
+
+    # The same deployment's CLI (a pod running `cdrhouse ingest`, the instance on PostgreSQL,
+    # the lake on S3): both accounts' other days, read back as an analyst reads them.
+    later = list(deployment.days[3:])
+    argv = ["ingest", "--start", later[0].isoformat(), "--end", str(later[-1] + timedelta(1))]
+    ingest = run_cdrhouse(argv, deployment.env, INGEST_LIMIT_S)
+    assert ingest.code == 0, str(ingest)
+    for account in deployment.served:
+        uri = f"s3://{deployment.bucket}/lake/account_id={account}"
+        assert any(uri in line and f"account {account}" in line for line in ingest.lines), str(
+            ingest
+        )
+    query = (
+        "SELECT account_id, CAST(date AS VARCHAR) AS day, id, CAST(cost AS VARCHAR) AS cost "
+        f"FROM cdrs WHERE date >= DATE '{later[0]}'"
+    )
+    answer = run_cdrhouse(["sql", "--format", "json", query], deployment.env, 300)
+    assert answer.code == 0, str(answer)
+    got: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for row in json.loads(answer.stdout):
+        by_id = got.setdefault((row["account_id"], row["day"]), {})
+        assert row["id"] not in by_id, row  # no id twice in an account's day
+        by_id[row["id"]] = Decimal(row["cost"])
+    expected = {
+        (account, day.isoformat()): _truth(served.sandbox, day)
+        for account, served in deployment.served.items()
+        for day in later
+    }
+    assert got.keys() == expected.keys()
+    for key, truth in expected.items():
+        assert got[key] == truth, f"cdrhouse sql: {key}"
+
+
+def _truth(sandbox: Sandbox, day: date) -> dict[str, Decimal]:
+    start, end = partition_window(day.isoformat())
+    truth = {i: Decimal(c) for i, c in sandbox.truth_cdrs(start, end).items()}
+    assert truth, f"no CDR on {day}"
+    return truth
