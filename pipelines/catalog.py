@@ -29,8 +29,7 @@ import dagster as dg
 
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
 from models.tables import CDR_QUARANTINE, RAW_CDRS, TABLES, TableSpec, cdr_table_specs
-from warehouse.dictionary import LAKE_TABLE_ACCOUNT_MEANING
-from warehouse.lake import ACCOUNT_COLUMN
+from warehouse.lake import ACCOUNT_COLUMN, LAKE_TABLE_ACCOUNT_MEANING
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
 DEFAULT_OWNERS = ("team:cdrhouse",)

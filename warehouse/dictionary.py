@@ -23,12 +23,9 @@ from warehouse.kpi import (
     KPI_SETTINGS_VIEW,
     SETTINGS_COLUMNS,
 )
-from warehouse.lake import ACCOUNT_COLUMN, Lake
+from warehouse.lake import ACCOUNT_COLUMN, LAKE_TABLE_ACCOUNT_MEANING, Lake
 from warehouse.viewsql import aggregate_names, duck_type, reporting_sql_files, view_name
 
-ACCOUNT_MEANING = "account (contact center) id; `default` for a lake without accounts"
-# A lake table's: the files do not hold it.
-LAKE_TABLE_ACCOUNT_MEANING = f"{ACCOUNT_MEANING} (from the lake path, not stored in the files)"
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "warehouse.md"
 _VIEW_RE = re.compile(r"CREATE OR REPLACE VIEW\s+(rpt_\w+)", re.IGNORECASE)
 

@@ -74,6 +74,11 @@ from warehouse.stores import (
 MARKER_FILE = "_cdrhouse_lake.json"
 # Every warehouse table and view has it, first; in the lake it is the sub-lake's path.
 ACCOUNT_COLUMN = "account_id"
+# Its meaning, in the dictionary and the catalog (here, so neither needs the other's imports:
+# the catalog is loaded with the definitions, which must not load DuckDB).
+ACCOUNT_MEANING = "account (contact center) id; `default` for a lake without accounts"
+# A lake table's: the files do not hold it.
+LAKE_TABLE_ACCOUNT_MEANING = f"{ACCOUNT_MEANING} (from the lake path, not stored in the files)"
 # The account whose data is the lake root itself (the one account of a lake without accounts).
 DEFAULT_ACCOUNT = "default"
 # As `pipelines.accounts.ACCOUNT_ID`: part of every row and lake path.
