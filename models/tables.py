@@ -39,6 +39,9 @@ class Column:
     # without a dictionary and without min/max statistics, which are useless for it and would
     # each copy a 40 MB value once more while its row group is written.
     free_text: bool = False
+    # Added when a day lands (the privacy stage, `warehouse.privacy`), not by normalization: a
+    # frame written without it (a lake older than the column, a test's own frame) gets nulls.
+    landed: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,14 @@ EXTRA = _c(
     "extra", S, "JSON object of fields the spec does not know (null when none).", free_text=True
 )
 
+PII_FORGOTTEN = Column(
+    "pii_forgotten",
+    pl.Boolean(),
+    "True when a person's number or identity was erased from this row (`cdrhouse privacy "
+    "forget`, or the forget-list at ingest): its token columns are null.",
+    lineage="record",
+    landed=True,
+)
 _CDR_GRAIN = "one row per CDR id (latest revision)"
 
 RAW_CDRS = TableSpec(
@@ -161,6 +172,43 @@ def cdr_table_specs(fields: CdrFieldTable = CDR_FIELDS) -> dict[str, TableSpec]:
             ),
         )
     return specs
+
+
+def _side_country(side: str) -> list[Column]:
+    source = f"record.{side}.phone_number"
+    return [
+        Column(
+            f"{side}_phone_country",
+            S,
+            f"`{side}` number's country (ISO 3166 code, by phonenumbers); kept beside its token.",
+            source,
+            landed=True,
+        ),
+        Column(
+            f"{side}_phone_calling_code",
+            I64,
+            f"`{side}` number's country calling code (49 for +49); kept beside its token.",
+            source,
+            landed=True,
+        ),
+    ]
+
+
+PARTY_COLUMNS: tuple[Column, ...] = (*_side_country("from"), *_side_country("to"))
+
+
+def landed(spec: TableSpec) -> TableSpec:
+    """A CDR table as the lake holds it under CDRHOUSE_PHONE_NUMBERS=token: its columns, then
+    those the privacy stage adds when a day lands (the numbers' countries on `cdrs`, the
+    erasure flag on every CDR table), before the partition. Under `raw` nothing is added, so
+    a partition keeps the schema it had before privacy existed; readers take the added
+    columns from the files that have them (`warehouse.viewsql`)."""
+    if spec.kind != "fact" or any(c.landed for c in spec.columns):
+        return spec
+    added = (*PARTY_COLUMNS, PII_FORGOTTEN) if spec.name == "cdrs" else (PII_FORGOTTEN,)
+    cols = [c for c in spec.columns if c.name != spec.partition_key]
+    part = [c for c in spec.columns if c.name == spec.partition_key]
+    return replace(spec, columns=(*cols, *added, *part))
 
 
 _CDR_SPECS = cdr_table_specs()

@@ -119,7 +119,7 @@ def aggregate_columns() -> Mapping[str, tuple[dg.TableColumn, ...]]:
 def column_schema(table: str, fields: CdrFieldTable = CDR_FIELDS) -> dg.TableSchema:
     """The table's columns, DuckDB types and dictionary descriptions (the CDR tables' from the
     field table `fields`)."""
-    specs = {**TABLES, **cdr_table_specs(fields)}
+    specs = {**TABLES, **_cdr_specs(fields)}
     if table in specs:
         return dg.TableSchema(columns=_spec_columns(specs[table]))
     return dg.TableSchema(columns=list(aggregate_columns()[table]))

@@ -40,6 +40,7 @@ from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, with_decoded
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import normalize_decoded
+from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
 
 # Typed tables written per day, and the NormalizedTables attribute each comes from.
 NORMALIZED_TABLES: Mapping[str, str] = {
@@ -109,7 +110,12 @@ class DayWriter:
         stats: DayStats,
         rows: int = ROW_GROUP_ROWS,
         max_bytes: int = ROW_GROUP_BYTES,
+        privacy: Pseudonymizer | None = None,
+        *,
+        from_lake: bool = False,
     ) -> None:
+        self._privacy = privacy or Pseudonymizer(RAW)
+        self._from_lake = from_lake  # records read back from raw_cdrs (already rewritten)
         self._raw = raw
         self._tables = tables
         self._checks = checks
@@ -138,8 +144,10 @@ class DayWriter:
         frames, self._frames, self._held, self._bytes = self._frames, [], 0, 0
         group = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
         del frames
+        if self._from_lake:
+            self._privacy.learn(group)
         if self._raw is not None:
-            raw = group.select(RAW_COLUMNS)
+            raw = group.select(c for c in RAW_COLUMNS if c in group.columns)
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
             del raw
@@ -147,10 +155,16 @@ class DayWriter:
                 release_free_memory()  # the raw write's buffers, before the next write's
         if self._tables:
             rows = group.height
+            erased = (
+                group.filter(pl.col(FORGOTTEN).fill_null(False)).get_column("id").drop_nulls()
+                if FORGOTTEN in group.columns
+                else pl.Series(dtype=pl.String())
+            )
             tables = normalize_decoded(group)
             del group
-            for table, attr in NORMALIZED_TABLES.items():
-                frame: pl.DataFrame = getattr(tables, attr)
+            landed = self._privacy.tables(tables.tables(), erased.to_list())
+            for table in NORMALIZED_TABLES:
+                frame: pl.DataFrame = landed[table]
                 if table in self._tables and frame.height:
                     self._tables[table].write(frame)
                     if big:
@@ -158,7 +172,7 @@ class DayWriter:
                 if table in self._tables:
                     self._note(table, frame)
             self._checks.add(rows, tables)
-            del tables
+            del tables, landed
         # The group's buffers are freed: release them, or the day's RSS grows with its size.
         release_free_memory()
 
@@ -176,6 +190,7 @@ async def pull_day(
     partition: str,
     write: Callable[[pl.DataFrame], None],
     stats: DayStats,
+    privacy: Pseudonymizer | None = None,
 ) -> None:
     """Fetch one day, decode every page and hand it to `write`, in page order.
 
@@ -200,6 +215,10 @@ async def pull_day(
                 decoded = await loop.run_in_executor(decoder, _take_and, decode_page_counted, body)
                 frame, native = [decoded.frame], decoded.native
                 del decoded
+                if privacy is not None:
+                    # Before anything of the page is written or checked: its records lose the
+                    # people's numbers and names here.
+                    frame = [await loop.run_in_executor(decoder, _take_and, privacy.page, frame)]
                 if previous is not None:
                     await previous  # page order: the previous page is written first
                 height = frame[0].height
@@ -258,6 +277,7 @@ def land_day(
     log: logging.Logger | dg.DagsterLogManager,
     partition: str,
     tables: Collection[str] = tuple(NORMALIZED_TABLES),
+    privacy: PrivacyPolicy = RAW,
 ) -> tuple[DayStats, DayChecks]:
     """Pull one UTC day from the API and replace its `raw_cdrs` and typed partitions.
 
@@ -272,16 +292,18 @@ def land_day(
     source = contact_center.source_id
     stats = DayStats()
     checks = DayChecks(partition)
+    # The forget-list is read before the day is pulled: an erasure never lands again.
+    pz = Pseudonymizer(privacy, lake.forgotten() if privacy.tokens else frozenset())
     with lake.writer(RAW_CDRS, key, source=source) as raw:
         try:
             with _table_writers(lake, key, tables, source) as writers:
-                day = DayWriter(raw, writers, checks, stats)
+                day = DayWriter(raw, writers, checks, stats, privacy=pz)
 
                 def receive(frame: pl.DataFrame) -> None:
                     checks.receive(frame)  # before any row group's dedupe
                     day.add(frame)
 
-                asyncio.run(pull_day(contact_center, log, partition, receive, stats))
+                asyncio.run(pull_day(contact_center, log, partition, receive, stats, pz))
                 day.flush()
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
@@ -296,7 +318,10 @@ def land_day(
 
 
 def renormalize_day(
-    lake: Lake, partition: str, tables: Collection[str] = tuple(NORMALIZED_TABLES)
+    lake: Lake,
+    partition: str,
+    tables: Collection[str] = tuple(NORMALIZED_TABLES),
+    privacy: PrivacyPolicy = RAW,
 ) -> tuple[DayStats, DayChecks]:
     """Replace the typed partitions of one day from its `raw_cdrs` partition (no API call),
     by the same rule as `land_day`: only when every blocking check but the API's row count
@@ -314,7 +339,10 @@ def renormalize_day(
     checks = DayChecks(partition)
     try:
         with _table_writers(lake, key, tables, source) as writers:
-            day = DayWriter(None, writers, checks, stats)
+            # The records were rewritten when they landed; the typed values follow them (and
+            # the forget-list, if it grew since).
+            pz = Pseudonymizer(privacy, lake.forgotten() if privacy.tokens else frozenset())
+            day = DayWriter(None, writers, checks, stats, privacy=pz, from_lake=True)
             for batch in lake.iter_batches(RAW_CDRS, key, rows=ROW_GROUP_ROWS):
                 stats.rows += batch.height
                 frame = with_decoded(batch)

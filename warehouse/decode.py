@@ -52,6 +52,7 @@ from warehouse.money import Money, exact_costs
 from warehouse.native import NativePage, decode_native, typed_dtype
 
 S = pl.String()
+RAW_RECORD_COLUMNS = RAW_CDRS.column_names
 
 
 @cache
@@ -227,7 +228,7 @@ def _with_date(df: pl.DataFrame) -> pl.DataFrame:
     `parse_ts`, a third of the work)."""
     out = with_timestamps(df, {"date": pl.col("started_at_raw")})
     return out.with_columns(pl.col("record").cast(S), pl.col("date").dt.date()).select(
-        RAW_CDRS.column_names
+        RAW_RECORD_COLUMNS
     )
 
 
@@ -315,7 +316,7 @@ def _page_error(body: bytes) -> None:
 
 
 # The columns of a decoded page: `raw_cdrs`'s, then what `warehouse.normalize` projects from.
-DECODED_COLUMNS = (*RAW_CDRS.column_names, "r", "struct_reason", "money_reason", "known_keys")
+DECODED_COLUMNS = (*RAW_RECORD_COLUMNS, "r", "struct_reason", "money_reason", "known_keys")
 _DECODE_CHUNK = 8192
 # A page past this is dropped by `decode_page_typed` before its records are decoded.
 BIG_PAGE_BYTES = 8 * 2**20

@@ -59,7 +59,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.tables import TABLES
+from models.tables import TABLES, TableSpec, landed
 from models.timestamps import iso_ms
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
@@ -72,6 +72,9 @@ from warehouse.stores import (
 )
 
 MARKER_FILE = "_cdrhouse_lake.json"
+# The erased people's tokens (never their numbers), one per line: every landing of the account
+# honours it (`warehouse.privacy`). A file, not a partition: no table glob reads it.
+FORGET_LIST = "_privacy/forgotten_tokens.txt"
 # Every warehouse table and view has it, first; in the lake it is the sub-lake's path.
 ACCOUNT_COLUMN = "account_id"
 # Its meaning, in the dictionary and the catalog (here, so neither needs the other's imports:
@@ -145,6 +148,23 @@ def _to_arrow(data: pl.DataFrame | Any, schema: Any, drop: str | None) -> Any:
     return table
 
 
+def without_absent(schema: Any, names: Sequence[str]) -> Any:
+    """`schema` without the columns the privacy stage adds (`LANDED_COLUMNS`) that `names`
+    lacks: under CDRHOUSE_PHONE_NUMBERS=raw a partition keeps its pre-privacy schema, and
+    readers show those columns as null."""
+    keep = [i for i, n in enumerate(schema.names) if n in names or n not in LANDED_COLUMNS]
+    if len(keep) == len(schema.names):
+        return schema
+    return pa.schema([schema.field(i) for i in keep], metadata=schema.metadata)
+
+
+def _landed(specs: dict[str, TableSpec]) -> frozenset[str]:
+    return frozenset(c.name for s in specs.values() for c in landed(s).columns if c.landed)
+
+
+LANDED_COLUMNS = _landed(TABLES)
+
+
 def footer_source(footer: pq.FileMetaData | None) -> str | None:
     """The source a partition's footer records (None: no footer, or none recorded)."""
     value = (footer.metadata or {}).get(META_SOURCE.encode()) if footer else None
@@ -174,6 +194,12 @@ class PartitionWriter:
 
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def _open(self, names: Sequence[str]) -> None:
+        """The file's writer, at the first write: its schema keeps the privacy stage's columns
+        only when the data has them."""
+        self.schema = without_absent(self.schema, names)
         coded: bool | list[str] = True
         if self.free_text:
             coded = [name for name in self.schema.names if name not in self.free_text]
@@ -184,9 +210,10 @@ class PartitionWriter:
             use_dictionary=coded,
             write_statistics=coded,
         )
-        return self
 
     def write(self, data: pl.DataFrame | Any) -> None:
+        if self._writer is None:
+            self._open(data.columns if isinstance(data, pl.DataFrame) else data.column_names)
         table = _to_arrow(data, self.schema, self.drop)
         if table.num_rows:
             self._writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
@@ -204,10 +231,13 @@ class PartitionWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._writer is None and exc_type is None:
+            self._open(())  # an empty partition
         writer, self._writer = self._writer, None
         if exc_type is not None:
             with contextlib.suppress(Exception):
-                writer.close()
+                if writer is not None:
+                    writer.close()
             self.tmp.unlink(missing_ok=True)
             return
         try:
@@ -366,6 +396,26 @@ class Lake:
         self._source = str(source) if source else None
         return self._source
 
+    def forgotten(self) -> frozenset[str]:
+        """The tokens `cdrhouse privacy forget` erased from this account's lake."""
+        data = self.store.read_bytes(FORGET_LIST)
+        if not data:
+            return frozenset()
+        return frozenset(line for line in data.decode().split() if line)
+
+    def forget(self, tokens: Sequence[str]) -> frozenset[str]:
+        """Add `tokens` to the forget-list (replaced atomically); returns the whole list."""
+        merged = self.forgotten() | frozenset(tokens)
+        spool = self.store.spool_dir()
+        spool.mkdir(parents=True, exist_ok=True)
+        tmp = spool / f"forget-{uuid.uuid4().hex}.txt"
+        tmp.write_text("".join(f"{t}\n" for t in sorted(merged)))
+        try:
+            self.store.publish(tmp, FORGET_LIST)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return merged
+
     def check_source(self, source: str) -> None:
         """Refuse `source` if the lake holds another source's data; writes nothing."""
         current = self.source()
@@ -385,6 +435,16 @@ class Lake:
         if current != source:
             raise LakeSourceConflict.between(source, str(current), self.uri, self.account_id)
 
+    def landed_columns(self, table: str) -> frozenset[str]:
+        """Which of the privacy stage's columns (`LANDED_COLUMNS`) this lake's newest partition
+        of `table` holds (none for a lake landed under `raw`): views read those, and show the
+        others as null. One footer read."""
+        keys = self.partitions(table)
+        footer = self.partition_footer(table, keys[-1]) if keys else None
+        if footer is None:
+            return frozenset()
+        return frozenset(footer.schema.names) & LANDED_COLUMNS
+
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""
         return footer_source(self.partition_footer(table, key))
@@ -400,7 +460,8 @@ class Lake:
         spec = TABLES.get(table)
         drop = spec.partition_key if spec else None
         if schema is None and spec is not None:
-            schema = spec.arrow_schema()
+            # With the privacy stage's columns; the writer keeps those the data has.
+            schema = landed(spec).arrow_schema()
         elif isinstance(schema, pl.Schema):
             schema = pl.DataFrame(schema=schema).drop(drop or [], strict=False).to_arrow().schema
         return schema, drop
@@ -493,7 +554,7 @@ class Lake:
         spec = TABLES.get(table)
         if spec is not None and spec.partition_key == column:
             df = df.with_columns(pl.lit(value).str.to_date().alias(column)).select(
-                spec.column_names
+                c for c in landed(spec).column_names if c in df.columns or c not in LANDED_COLUMNS
             )
         return df
 

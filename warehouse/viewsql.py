@@ -12,12 +12,12 @@ from pathlib import Path
 
 import polars as pl
 
-from models.tables import BALANCE_SNAPSHOTS, TableSpec
+from models.tables import BALANCE_SNAPSHOTS, TableSpec, landed
 
 # Named in `warehouse.analyst`, which loads no DuckDB, polars or pyarrow to name them.
 from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
 from warehouse.analyst import lit as lit
-from warehouse.lake import ACCOUNT_COLUMN, Lake
+from warehouse.lake import ACCOUNT_COLUMN, LANDED_COLUMNS, Lake
 
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
@@ -84,17 +84,29 @@ def scan_sql(
     types = {partition_key: "DATE"} if partition_key else {}
     parts = []
     if lake.account_id in holders:
-        typed = ", ".join(
-            f"CAST({lit(lake.account_id) if name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
-            f"AS {q(name)}"
-            for name, ctype in columns
-        )
+        typed = _typed(columns, lake.landed_columns(table), lake.account_id)
         parts.append(_read(typed, lake.table_glob(table), types))
-    if any(h != lake.account_id for h in holders):
-        typed = ", ".join(f"CAST({q(name)} AS {ctype}) AS {q(name)}" for name, ctype in columns)
+    others = [h for h in holders if h != lake.account_id]
+    if others:
+        present = frozenset().union(*(lake.account(h).landed_columns(table) for h in others))
         hive = {ACCOUNT_COLUMN: "VARCHAR", **types}
-        parts.append(_read(typed, lake.accounts_table_glob(table), hive))
+        parts.append(_read(_typed(columns, present), lake.accounts_table_glob(table), hive))
+    # BY NAME: a part without the privacy stage's columns gets nulls for them.
     return " UNION ALL BY NAME ".join(parts) or None
+
+
+def _typed(
+    columns: Sequence[tuple[str, str]], present: frozenset[str], account: str | None = None
+) -> str:
+    """The typed select list of a part: `account_id` from `account` (a lake's own files) or
+    the path; the privacy stage's columns (`LANDED_COLUMNS`) only when its files have them
+    (landed under CDRHOUSE_PHONE_NUMBERS=token), so a lake landed under `raw` reads as before."""
+    return ", ".join(
+        f"CAST({lit(account) if account and name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
+        f"AS {q(name)}"
+        for name, ctype in columns
+        if name not in LANDED_COLUMNS or name in present
+    )
 
 
 def _read(typed: str, pattern: str, hive_types: dict[str, str]) -> str:
@@ -108,18 +120,16 @@ def _read(typed: str, pattern: str, hive_types: dict[str, str]) -> str:
 def base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
     """The view of a lake table over every account (`account_id` first). `day`: that date
     partition of `lake` alone (one account's day, for its aggregates)."""
-    columns = view_columns(spec)
+    columns = view_columns(landed(spec))
     if day and spec.partition_key != "date":
         return empty_sql(spec)  # one day's aggregates read only that day's CDR tables
     if day:
         key = f"date={day}"
         if not lake.exists(spec.name, key):
             return empty_sql(spec)
-        typed = ", ".join(
-            f"CAST({lit(lake.account_id) if name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
-            f"AS {q(name)}"
-            for name, ctype in columns
-        )
+        footer = lake.partition_footer(spec.name, key)
+        present = frozenset(footer.schema.names if footer else ()) & LANDED_COLUMNS
+        typed = _typed(columns, present, lake.account_id)
         return _read(typed, lake.partition_url(spec.name, key), {"date": "DATE"})
     return scan_sql(columns, lake, spec.name, spec.partition_key) or empty_sql(spec)
 

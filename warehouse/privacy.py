@@ -1,0 +1,504 @@
+"""Callers' numbers and identities as keyed tokens, applied when a day lands (issue 26).
+
+Under `CDRHOUSE_PHONE_NUMBERS=token`, a number's token is the lowercase hex HMAC-SHA256, under
+the key (`CDRHOUSE_PII_KEY`), of its E.164 digits without `+` (`phone_token`): the same number
+in any written form (`+49…`, `0049…`, `49…`) gives the same token, so analysts still count
+repeat callers and join tables, and nobody without the key can test a guess (a plain hash of a
+number is reversed by hashing the small number space). A customer's channel identity (WhatsApp
+identifier, username, display name) gets a text token (`text_token`: HMAC of `text:` + value),
+unless the identifier is a number, which gets the number's token.
+
+`Pseudonymizer.page` rewrites a page's decoded records before anything is written:
+
+* `record` (hence `raw_cdrs`, `cdr_quarantine`, `extra` and `data`) keeps the record's exact
+  bytes with the values replaced: each `from`/`to` number by its token, with `phone_country`
+  and `phone_calling_code` written beside it; each channel identity by its token; any other
+  string of the record that is a number (`"+4915…"`, 7 to 15 digits) by that number's token;
+  the SMS `message` by null (unless `CDRHOUSE_SMS_BODIES=keep`). A record without a backslash
+  (nearly all) is rewritten by literal replacement (`"value"` is then exactly its JSON text); a
+  record with one (an escaped character could spell a value differently), or whose customer
+  name equals an agent's or a queue's, is decoded, replaced by path and encoded again.
+* a token on the forget-list (`cdrhouse privacy forget`) becomes null instead, and the row's
+  `pii_forgotten` is true: a re-pull of an erased day does not bring the person back.
+
+`Pseudonymizer.tables` then does the same to the typed tables' columns and adds the columns
+the lake holds beyond normalization (`models.tables.landed`): each number's country and calling
+code on `cdrs`, and `pii_forgotten` everywhere. Under `raw`, records and tables are untouched: a
+partition keeps the schema it had before this stage existed (readers show its columns as null).
+
+Agents' names and emails are employee data and stay as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Literal
+
+import msgspec
+import phonenumbers
+import polars as pl
+from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
+
+from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
+
+PhoneNumbers = Literal["token", "raw"]
+SmsBodies = Literal["drop", "keep"]
+PHONE_NUMBERS_VAR = "CDRHOUSE_PHONE_NUMBERS"
+PII_KEY_VAR = "CDRHOUSE_PII_KEY"
+SMS_BODIES_VAR = "CDRHOUSE_SMS_BODIES"
+
+FORGOTTEN = PII_FORGOTTEN.name
+SIDES = ("from", "to")
+# cdrs columns holding a customer's number or identity, and how each is tokenized.
+PHONE_COLUMNS = tuple(f"{side}_phone_number" for side in SIDES)
+IDENTIFIER_COLUMNS = tuple(f"{side}_identifier" for side in SIDES)
+NAME_COLUMNS = tuple(
+    f"{side}_{name}" for side in SIDES for name in ("account_name", "account_username")
+) + tuple(f"{side}_name_snapshot" for side in SIDES)
+TOKEN_COLUMNS = PHONE_COLUMNS + IDENTIFIER_COLUMNS + NAME_COLUMNS
+# The keys a customer's name sits under in a channel account (`data.name`, `data.username`,
+# `name_snapshot`), and the other objects' keys of the same names (agent, queue, flow...).
+NAME_KEYS = ("name", "username", "name_snapshot")
+_TOKEN = re.compile(r"[0-9a-f]{64}")
+# A JSON string that is a number: the whole literal, quotes included (polars regex).
+NUMBER_LITERAL = r'"\+?[0-9]{7,15}"'
+_NUMBER_TEXT = re.compile(r"\+?[0-9]{7,15}")
+_SEPARATORS = str.maketrans("", "", " -().\u00a0/")
+_DECODE = msgspec.json.Decoder(float_hook=Decimal)  # money stays exactly as written
+_ENCODE = msgspec.json.Encoder(decimal_format="number")
+
+
+@dataclass(frozen=True)
+class PrivacyPolicy:
+    """What lands of a person: `raw` (as the API sent it) or `token` (keyed tokens)."""
+
+    phone_numbers: PhoneNumbers
+    key: bytes = field(default=b"", repr=False)
+    sms_bodies: SmsBodies = "drop"
+
+    def __post_init__(self) -> None:
+        if self.phone_numbers == "token" and not self.key:
+            raise ValueError(f"{PHONE_NUMBERS_VAR}=token needs a key ({PII_KEY_VAR})")
+
+    def __repr__(self) -> str:
+        return f"PrivacyPolicy({self.phone_numbers}, sms_bodies={self.sms_bodies})"
+
+    @property
+    def tokens(self) -> bool:
+        return self.phone_numbers == "token"
+
+
+RAW = PrivacyPolicy("raw")
+
+
+def e164_digits(text: str) -> str:
+    """A number's E.164 digits without `+`, however it is written (`+49 151 …`, `0049151…`,
+    `49151…`): separators and an international prefix (`+`, `00`) are dropped, then
+    phonenumbers reads it; a number it cannot read keeps its digits, so it still gets a
+    stable token."""
+    digits = text.translate(_SEPARATORS)
+    if digits.startswith("+"):
+        digits = digits[1:]
+    elif digits.startswith("00"):
+        digits = digits[2:]
+    return _canonical(digits)
+
+
+@lru_cache(maxsize=1 << 16)
+def _canonical(digits: str) -> str:
+    if not digits.isdigit():
+        return digits
+    try:
+        number = phonenumbers.parse("+" + digits, None)
+    except NumberParseException:
+        return digits
+    return phonenumbers.format_number(number, PhoneNumberFormat.E164)[1:]
+
+
+def _calling_code(digits: str) -> int | None:
+    for size in (1, 2, 3):
+        if digits[:size].isdigit() and int(digits[:size]) in COUNTRY_CODE_TO_REGION_CODE:
+            return int(digits[:size])
+    return None
+
+
+_REGIONS: dict[str, str] = {}
+
+
+def _region(digits: str, code: int) -> str:
+    """The country of a number whose calling code several countries share (+1, +44, +7...):
+    phonenumbers' answer for the first number seen with the same calling code and next four
+    digits (the area), its main country when it cannot tell."""
+    prefix = digits[: len(str(code)) + 4]
+    region = _REGIONS.get(prefix)
+    if region is None:
+        try:
+            region = phonenumbers.region_code_for_number(phonenumbers.parse("+" + digits, None))
+        except NumberParseException:
+            region = None
+        region = region or COUNTRY_CODE_TO_REGION_CODE[code][0]
+        if len(_REGIONS) < 1 << 16:
+            _REGIONS[prefix] = region
+    return region
+
+
+def country(digits: str) -> tuple[str | None, int | None]:
+    """(ISO country code, calling code) of E.164 digits; (None, None) if unknown."""
+    code = _calling_code(digits)
+    if code is None:
+        return None, None
+    regions = COUNTRY_CODE_TO_REGION_CODE[code]
+    region = regions[0] if len(regions) == 1 else _region(digits, code)
+    if region in (None, "001", "ZZ"):  # non-geographic (+800...) or unknown
+        return None, code
+    return region, code
+
+
+def _hmac(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def phone_token(key: bytes, number: str) -> str:
+    """The number's token: hex HMAC-SHA256 of its E.164 digits without `+`."""
+    return _hmac(key, e164_digits(number))
+
+
+def text_token(key: bytes, text: str) -> str:
+    """A customer's name or username as a token (never equal to a number's)."""
+    return _hmac(key, "text:" + text)
+
+
+def is_token(value: str) -> bool:
+    return _TOKEN.fullmatch(value) is not None
+
+
+def looks_like_number(text: str) -> bool:
+    return _NUMBER_TEXT.fullmatch(text) is not None
+
+
+def _literal(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass
+class Pseudonymizer:
+    """One landing's tokenizer (a day, or a run of `cdrhouse privacy forget`): the policy, the
+    forget-list's tokens, and the tokens made so far (each value is hashed once)."""
+
+    policy: PrivacyPolicy
+    forgotten: frozenset[str] = frozenset()
+    _phones: dict[str, str] = field(default_factory=dict, repr=False)
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+    _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
+
+    # -- values -----------------------------------------------------------------------------
+
+    def phone(self, value: str) -> str:
+        if is_token(value):
+            return value
+        token = self._phones.get(value)
+        if token is None:
+            digits = e164_digits(value)
+            token = _hmac(self.policy.key, digits)
+            self._phones[value] = token
+            self._countries[token] = country(digits)
+        return token
+
+    def text(self, value: str) -> str:
+        if is_token(value):
+            return value
+        token = self._texts.get(value)
+        if token is None:
+            token = self._texts[value] = text_token(self.policy.key, value)
+        return token
+
+    def identifier(self, value: str) -> str:
+        return self.phone(value) if looks_like_number(value) else self.text(value)
+
+    def country_of(self, value: str) -> tuple[str | None, int | None]:
+        """Country and calling code of a number, or of a token this landing made."""
+        if is_token(value):
+            return self._countries.get(value, (None, None))
+        return country(e164_digits(value))
+
+    def _out(self, token: str) -> str | None:
+        return None if token in self.forgotten else token
+
+    # -- records ----------------------------------------------------------------------------
+
+    def page(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """A page's decoded rows (`warehouse.decode`) with `record` rewritten and
+        `pii_forgotten` set (false under `raw`)."""
+        if not self.policy.tokens:
+            return frame
+        r = frame.get_column("r").struct
+        sides = {side: r.field(side).struct for side in SIDES}
+        numbers: set[str] = set()
+        names: dict[str, set[str]] = {key: set() for key in ("identifier", *NAME_KEYS)}
+        for side in sides.values():
+            numbers |= _values(side.field("phone_number"))
+            account = side.field("channel_account").struct
+            ident = _values(account.field("identifier"))
+            numbers |= {v for v in ident if looks_like_number(v)}
+            names["identifier"] |= {v for v in ident if not looks_like_number(v)}
+            data = account.field("data").struct
+            names["name"] |= _values(data.field("name"))
+            names["username"] |= _values(data.field("username"))
+            names["name_snapshot"] |= _values(account.field("name_snapshot"))
+        records = frame.get_column("record")
+        numbers |= {v[1:-1] for v in _values(records.str.extract_all(NUMBER_LITERAL).explode())}
+        messages = (
+            _values(r.field("data").struct.field("message"))
+            if self.policy.sms_bodies == "drop"
+            else set()
+        )
+        collide = _collisions(r, {v for key in NAME_KEYS for v in names[key]})
+        slow = records.str.contains("\\", literal=True).fill_null(False)
+        if collide:
+            slow = slow | records.str.contains_any([_literal(v) for v in collide]).fill_null(False)
+
+        old: list[str] = []
+        new: list[str] = []
+        for v in sorted(numbers, key=len, reverse=True):
+            token = self.phone(v)
+            out = self._out(token)
+            place, code = self._countries[token]
+            beside = f',"phone_country":{_json(place)},"phone_calling_code":{_json(code)}'
+            old.append(f'"phone_number":{_literal(v)}')
+            new.append(f'"phone_number":{_json(out)}{beside}')
+            old.append(_literal(v))
+            new.append(_json(out))
+        for key, values in names.items():
+            for v in values:
+                token = self.identifier(v) if key == "identifier" else self.text(v)
+                old.append(f'"{key}":{_literal(v)}')
+                new.append(f'"{key}":{_json(self._out(token))}')
+        for v in messages:
+            old.append(f'"message":{_literal(v)}')
+            new.append('"message":null')
+        forgotten_literals = [
+            f'"{v}"' for v, t in ((v, self.phone(v)) for v in numbers) if t in self.forgotten
+        ] + [
+            _literal(v)
+            for key, values in names.items()
+            for v in values
+            if (self.identifier(v) if key == "identifier" else self.text(v)) in self.forgotten
+        ]
+        erased = (
+            records.str.contains_any(forgotten_literals).fill_null(False)
+            if forgotten_literals
+            else pl.repeat(False, frame.height, eager=True)
+        )
+        fast = records.str.replace_many(old, new) if old else records
+        rewritten = pl.select(
+            pl.when(slow).then(pl.lit(None, pl.String())).otherwise(fast).alias("record")
+        ).to_series()
+        if slow.any():
+            index = slow.arg_true().to_list()
+            redone = [self.record(records[i]) for i in index]
+            rewritten = rewritten.scatter(index, [text for text, _ in redone])
+            erased = erased.scatter(index, [gone for _, gone in redone])
+        return frame.with_columns(rewritten.alias("record"), erased.alias(FORGOTTEN))
+
+    def record(self, text: str | None) -> tuple[str | None, bool]:
+        """One record rewritten by path (the slow, exact way): (new text, anything erased)."""
+        if text is None:
+            return None, False
+        try:
+            rec = _DECODE.decode(text)
+        except (msgspec.DecodeError, RecursionError):
+            # Not JSON (it is quarantined): its numbers still go.
+            return _NUMBER_STRINGS.sub(lambda m: _json(self._out(self.phone(m[1]))), text), False
+        erased: list[bool] = []
+
+        def put(token: str) -> str | None:
+            out = self._out(token)
+            erased.append(out is None)
+            return out
+
+        if isinstance(rec, dict):
+            for side in SIDES:
+                end = rec.get(side)
+                if not isinstance(end, dict):
+                    continue
+                if isinstance(end.get("phone_number"), str):
+                    token = self.phone(end["phone_number"])
+                    place, code = self._countries[token]
+                    rec[side] = _beside(end, put(token), place, code)
+                account = rec[side].get("channel_account")
+                if isinstance(account, dict):
+                    if isinstance(account.get("identifier"), str):
+                        account["identifier"] = put(self.identifier(account["identifier"]))
+                    if isinstance(account.get("name_snapshot"), str):
+                        account["name_snapshot"] = put(self.text(account["name_snapshot"]))
+                    data = account.get("data")
+                    if isinstance(data, dict):
+                        for key in ("name", "username"):
+                            if isinstance(data.get(key), str):
+                                data[key] = put(self.text(data[key]))
+            data = rec.get("data")
+            if (
+                self.policy.sms_bodies == "drop"
+                and isinstance(data, dict)
+                and isinstance(data.get("message"), str)
+            ):
+                data["message"] = None
+        rec = _numbers_in(rec, lambda v: put(self.phone(v)))
+        return _ENCODE.encode(rec).decode(), any(erased)
+
+    # -- typed tables -----------------------------------------------------------------------
+
+    def tables(
+        self, tables: Mapping[str, pl.DataFrame], erased_ids: Iterable[str] = ()
+    ) -> dict[str, pl.DataFrame]:
+        """The typed tables of a row group, as the lake holds them: tokens in `cdrs`' person
+        columns (under `token`), the numbers' countries, `pii_forgotten`; `erased_ids`: the
+        rows whose record lost a forgotten value (`page`)."""
+        if not self.policy.tokens and not self._countries:
+            return dict(tables)  # `raw`: as normalized (the lake's pre-privacy schema)
+        gone = list(erased_ids)
+        out: dict[str, pl.DataFrame] = {}
+        for name, frame in tables.items():
+            flag = (pl.col("id").is_in(gone).fill_null(False) if gone else pl.lit(False)).alias(
+                FORGOTTEN
+            )
+            if name == "cdrs":
+                frame = self._cdrs(frame)
+                flag = (pl.col(FORGOTTEN) | flag).alias(FORGOTTEN)
+            elif name == "cdr_sms":
+                frame = self.sms(frame)
+            out[name] = frame.with_columns(flag).select(landed(TABLES[name]).column_names)
+        return out
+
+    def learn(self, group: pl.DataFrame) -> None:
+        """The countries written beside the tokens of records read back from the lake."""
+        records = group.get_column("record")
+        for side in SIDES:
+            found = pl.DataFrame(
+                {
+                    "token": records.str.json_path_match(f"$.{side}.phone_number"),
+                    "country": records.str.json_path_match(f"$.{side}.phone_country"),
+                    "code": records.str.json_path_match(f"$.{side}.phone_calling_code"),
+                }
+            ).unique("token")
+            for token, place, code in found.iter_rows():
+                if isinstance(token, str) and is_token(token):
+                    self._countries[token] = (place, int(code) if code else None)
+
+    def _cdrs(self, frame: pl.DataFrame) -> pl.DataFrame:
+        countries = []
+        for side in SIDES:
+            numbers = frame.get_column(f"{side}_phone_number")
+            mapping = {v: self.country_of(v) for v in _values(numbers)}
+            countries += [
+                numbers.replace_strict(
+                    {k: c for k, (c, _) in mapping.items()}, default=None, return_dtype=pl.String()
+                ).alias(f"{side}_phone_country"),
+                numbers.replace_strict(
+                    {k: n for k, (_, n) in mapping.items()}, default=None, return_dtype=pl.Int64()
+                ).alias(f"{side}_phone_calling_code"),
+            ]
+        frame = frame.with_columns(countries)
+        if not self.policy.tokens:  # tokens read back from the lake, now landed under `raw`
+            return frame.with_columns(pl.lit(False).alias(FORGOTTEN))
+        erased = pl.lit(False)
+        replaced = []
+        for column in TOKEN_COLUMNS:
+            values = frame.get_column(column)
+            tokenize = (
+                self.phone
+                if column in PHONE_COLUMNS
+                else self.identifier
+                if column in IDENTIFIER_COLUMNS
+                else self.text
+            )
+            tokens = {v: tokenize(v) for v in _values(values)}
+            replaced.append(
+                values.replace_strict(
+                    {v: self._out(t) for v, t in tokens.items()}, default=None
+                ).alias(column)
+            )
+            gone = [v for v, t in tokens.items() if t in self.forgotten]
+            if gone:
+                erased = erased | pl.col(column).is_in(gone).fill_null(False)
+        return frame.with_columns(erased.alias(FORGOTTEN)).with_columns(replaced)
+
+    def sms(self, frame: pl.DataFrame) -> pl.DataFrame:
+        if self.policy.tokens and self.policy.sms_bodies == "drop":
+            return frame.with_columns(pl.lit(None, pl.String()).alias("message"))
+        return frame
+
+
+def _values(series: pl.Series) -> set[str]:
+    return {v for v in series.drop_nulls().unique().to_list() if isinstance(v, str)}
+
+
+def _json(value: str | int | None) -> str:
+    return "null" if value is None else json.dumps(value)
+
+
+_NUMBER_STRINGS = re.compile(r'"(\+?[0-9]{7,15})"')
+
+
+def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int | None) -> Any:
+    """`end` with its number replaced and the country written beside it, in the same order."""
+    out: dict[str, Any] = {}
+    for key, value in end.items():
+        if key == "phone_number":
+            out[key] = token
+            out["phone_country"] = place
+            out["phone_calling_code"] = code
+        else:
+            out[key] = value
+    return out
+
+
+def _numbers_in(value: Any, replace: Any) -> Any:
+    if isinstance(value, str):
+        return replace(value) if looks_like_number(value) and not is_token(value) else value
+    if isinstance(value, dict):
+        return {k: _numbers_in(v, replace) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_in(v, replace) for v in value]
+    return value
+
+
+def _collisions(r: Any, customer_names: set[str]) -> set[str]:
+    """Customer names that are also the name of an agent or of a referenced object (queue,
+    flow...) in the page: replacing their literal would rename those too."""
+    if not customer_names:
+        return set()
+    user = r.field("user").struct
+    others = _values(user.field("name")) | _values(user.field("name_snapshot"))
+    data = r.field("data").struct
+    for ref in data.fields:
+        value = data.field(ref)
+        if isinstance(value.dtype, pl.Struct):
+            for key in NAME_KEYS:
+                if key in {f.name for f in value.dtype.fields}:
+                    others |= _values(value.struct.field(key))
+    return customer_names & others
+
+
+__all__ = [
+    "FORGOTTEN",
+    "PARTY_COLUMNS",
+    "PHONE_NUMBERS_VAR",
+    "PII_KEY_VAR",
+    "RAW",
+    "SMS_BODIES_VAR",
+    "PrivacyPolicy",
+    "Pseudonymizer",
+    "country",
+    "e164_digits",
+    "is_token",
+    "phone_token",
+    "text_token",
+]
