@@ -115,6 +115,11 @@ def e164_digits(text: str) -> str:
 def _canonical(digits: str) -> str:
     if not digits.isdigit():
         return digits
+    code = _calling_code(digits)
+    if code is not None and 8 <= len(digits) <= 15 and digits[len(str(code))] != "0":
+        # Already E.164 (the API's own form): phonenumbers would return it as it is, at
+        # ~20 us a number; a trunk 0 after the code, or a short or long one, goes to it.
+        return digits
     try:
         number = phonenumbers.parse("+" + digits, None)
     except NumberParseException:
@@ -134,9 +139,9 @@ _REGIONS: dict[str, str] = {}
 
 def _region(digits: str, code: int) -> str:
     """The country of a number whose calling code several countries share (+1, +44, +7...):
-    phonenumbers' answer for the first number seen with the same calling code and next four
-    digits (the area), its main country when it cannot tell."""
-    prefix = digits[: len(str(code)) + 4]
+    phonenumbers' answer for the first number seen with the same calling code and next three
+    digits (a NANP area code), its main country when it cannot tell."""
+    prefix = digits[: len(str(code)) + 3]
     region = _REGIONS.get(prefix)
     if region is None:
         try:
@@ -162,7 +167,7 @@ def country(digits: str) -> tuple[str | None, int | None]:
 
 
 def _hmac(key: bytes, text: str) -> str:
-    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, text.encode(), hashlib.sha256).hex()
 
 
 def phone_token(key: bytes, number: str) -> str:
@@ -184,6 +189,9 @@ def looks_like_number(text: str) -> bool:
 
 
 def _literal(value: str) -> str:
+    """`value` as a JSON string literal (as written in a record without a backslash)."""
+    if value.isalnum() or looks_like_number(value):
+        return f'"{value}"'
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -441,7 +449,11 @@ def _values(series: pl.Series) -> set[str]:
 
 
 def _json(value: str | int | None) -> str:
-    return "null" if value is None else json.dumps(value)
+    if value is None:
+        return "null"
+    if isinstance(value, int) or value.isalnum():  # a token, a country code
+        return f'"{value}"' if isinstance(value, str) else str(value)
+    return json.dumps(value)
 
 
 _NUMBER_STRINGS = re.compile(r'"(\+?[0-9]{7,15})"')
@@ -475,16 +487,17 @@ def _collisions(r: Any, customer_names: set[str]) -> set[str]:
     flow...) in the page: replacing their literal would rename those too."""
     if not customer_names:
         return set()
-    user = r.field("user").struct
-    others = _values(user.field("name")) | _values(user.field("name_snapshot"))
+    names = [r.field("user").struct.field(k) for k in ("name", "name_snapshot")]
     data = r.field("data").struct
     for ref in data.fields:
         value = data.field(ref)
         if isinstance(value.dtype, pl.Struct):
-            for key in NAME_KEYS:
-                if key in {f.name for f in value.dtype.fields}:
-                    others |= _values(value.struct.field(key))
-    return customer_names & others
+            keys = {f.name for f in value.dtype.fields}
+            names += [value.struct.field(k) for k in NAME_KEYS if k in keys]
+    others = pl.concat([n.cast(pl.String()) for n in names]).is_in(list(customer_names))
+    if not others.any():
+        return set()
+    return customer_names & _values(pl.concat([n.cast(pl.String()) for n in names]))
 
 
 __all__ = [
