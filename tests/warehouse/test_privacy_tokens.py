@@ -1,0 +1,153 @@
+"""Tokens of phone numbers: keyed, stable across the ways a number is written (issue 26).
+
+The expected token is computed here from the standard library (HMAC-SHA256 of the E.164 digits
+without `+`), not from cdrhouse's code."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import phonenumbers
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from warehouse.privacy import PrivacyPolicy, Pseudonymizer, country, e164_digits, phone_token
+
+KEY = b"test-key-for-privacy-tokens-0001"
+
+# Real numbers phonenumbers calls valid, one per region, as (calling code, national digits):
+# the example number of each region's mobile (or fixed) metadata.
+_EXAMPLES = []
+for _region in sorted(phonenumbers.SUPPORTED_REGIONS):
+    for _kind in (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE):
+        _example = phonenumbers.example_number_for_type(_region, _kind)
+        if _example is not None:
+            _EXAMPLES.append(
+                (_region, _example.country_code, phonenumbers.national_significant_number(_example))
+            )
+            break
+
+
+def expected_token(key: bytes, cc: int, national: str) -> str:
+    return hmac.new(key, f"{cc}{national}".encode(), hashlib.sha256).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_EXAMPLES),
+    st.sampled_from(
+        ["+{cc}{n}", "00{cc}{n}", "{cc}{n}", "+{cc} {n}", "00 {cc}-{n}", "+({cc}) {n}"]
+    ),
+    st.binary(min_size=16, max_size=64),
+)
+def test_one_number_written_any_way_has_one_token(
+    example: tuple[str, int, str], form: str, key: bytes
+) -> None:
+    region, cc, national = example
+    written = form.format(cc=cc, n=national)
+    token = phone_token(key, written)
+    assert token == expected_token(key, cc, national), written
+    assert token == phone_token(key, f"+{cc}{national}") == phone_token(key, f"00{cc}{national}")
+    # The country comes with it (a shared calling code is resolved by the number's area).
+    place, code = country(e164_digits(written))
+    assert code == cc
+    if len(phonenumbers.COUNTRY_CODE_TO_REGION_CODE[cc]) == 1:
+        assert place == region
+
+
+def test_a_token_depends_on_the_key_and_is_lowercase_hex() -> None:
+    one = phone_token(KEY, "+4915112345678")
+    assert one == expected_token(KEY, 49, "15112345678")
+    assert one != phone_token(KEY + b"x", "+4915112345678")
+    assert len(one) == 64
+    assert one == one.lower()
+    assert int(one, 16) >= 0
+    # A trunk 0 written after the calling code is not part of the number (phonenumbers).
+    assert phone_token(KEY, "+49 (0)151 12345678") == one
+
+
+def test_records_lose_numbers_names_and_sms_bodies_and_keep_their_other_bytes() -> None:
+    """A page's records through `Pseudonymizer.page`: the typed decode runs first, as in the
+    day step; every value that identifies the customer is replaced, nothing else changes."""
+    from warehouse.decode import decode_page_counted
+
+    call = (
+        '{"id":"c1","type":"call","subtype":"outbound","disposition":"answered",'
+        '"from":{"type":"phone_number","phone_number":"4930123456"},'
+        '"to":{"type":"phone_number","phone_number":"4915199988877"},'
+        '"user":{"id":"u1","name":"Ada Agent","email":"ada@cc.example","name_snapshot":"Ada",'
+        '"deleted":false},"cost":0.0120,"tags":[],"started_at":"2026-11-20T10:00:00.000Z",'
+        '"ended_at":"2026-11-20T10:01:00.000Z","data":{"destination_country":"DE",'
+        '"callback":"+4915199988877","durations":{"overall":60}}}'
+    )
+    chat = (
+        '{"id":"c2","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"from":{"type":"channel_account","channel_account":{"id":"a1","channel":"whatsapp",'
+        '"identifier":"4915199988877","data":{"name":"Eve Customer","username":"eve_c"},'
+        '"name_snapshot":"Eve C.","deleted":false}},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T11:00:00.000Z","ended_at":"2026-11-20T11:05:00.000Z",'
+        '"data":{"channel":"whatsapp"}}'
+    )
+    sms = (
+        '{"id":"c3","type":"sms","subtype":"outbound_sms","disposition":"sent",'
+        '"from":{"type":"phone_number","phone_number":"4930123456"},'
+        '"to":{"type":"phone_number","phone_number":"4915199988877"},"user":null,"cost":0.07,'
+        '"tags":[],"started_at":"2026-11-20T12:00:00.000Z","ended_at":"2026-11-20T12:00:01.000Z",'
+        '"data":{"sent":true,"segments_count":2,'
+        '"message":"Hi Eve, \\"call\\" me on 4915199988877"}}'
+    )
+    page = f'{{"cdrs":[{call},{chat},{sms}],"metadata":{{"total":3}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    records = frame["record"].to_list()
+    canary = expected_token(KEY, 49, "15199988877")
+    for secret in ("4915199988877", "Eve Customer", "eve_c", "Eve C.", "Hi Eve"):
+        assert not any(secret in r for r in records), secret
+    assert records[0].count(f'"{canary}"') == 2  # to.phone_number and the unknown data field
+    assert '"phone_country":"DE","phone_calling_code":49' in records[0]
+    assert '"cost":0.0120' in records[0]  # money exactly as sent
+    assert '"name":"Ada Agent"' in records[0]  # agents are employee data: kept
+    assert f'"identifier":"{canary}"' in records[1]  # a WhatsApp id that is a number
+    assert '"message":null' in records[2]
+    assert '"segments_count":2' in records[2]
+    from warehouse.normalize import normalize_decoded
+
+    tables = pz.tables(normalize_decoded(frame).tables())
+    cdrs = tables["cdrs"].sort("id")
+    assert cdrs["to_phone_number"].to_list()[0] == canary
+    assert cdrs["from_identifier"].to_list()[1] == canary
+    assert cdrs["to_phone_country"].to_list() == ["DE", "DE", "DE"]
+    assert cdrs["from_account_name"][1] != "Eve Customer"
+    assert len(cdrs["from_account_name"][1]) == 64  # its token
+    assert tables["cdr_sms"]["message"].to_list() == [None]
+    assert tables["cdr_sms"]["segments_count"].to_list() == [2]
+    for name, table in tables.items():  # every value of every column, as JSON text
+        assert "4915199988877" not in table.write_ndjson(), name
+
+
+def test_a_forgotten_token_becomes_null_and_flags_its_rows() -> None:
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    record = (
+        '{{"id":"{i}","type":"call","subtype":"inbound","disposition":"answered",'
+        '"from":{{"type":"phone_number","phone_number":"{n}"}},'
+        '"to":{{"type":"phone_number","phone_number":"4930123456"}},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z",'
+        '"data":{{}}}}'
+    )
+    body = ",".join(record.format(i=i, n=n) for i, n in (("k", "4915199988877"), ("o", "4989777")))
+    page = f'{{"cdrs":[{body}],"metadata":{{"total":2}}}}'.encode()
+    gone = expected_token(KEY, 49, "15199988877")
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY), forgotten=frozenset({gone}))
+    frame = pz.page(decode_page_counted(page).frame)
+    assert frame["pii_forgotten"].to_list() == [True, False]
+    assert gone not in frame["record"][0]
+    assert '"phone_number":null' in frame["record"][0]
+    erased = frame.filter(pl.col("pii_forgotten"))["id"].to_list()
+    cdrs = pz.tables(normalize_decoded(frame).tables(), erased)["cdrs"].sort("id")
+    assert cdrs["from_phone_number"].to_list() == [None, phone_token(KEY, "4989777")]
+    assert cdrs["pii_forgotten"].to_list() == [True, False]
