@@ -242,78 +242,99 @@ class Pseudonymizer:
     # -- records ----------------------------------------------------------------------------
 
     def page(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """A page's decoded rows (`warehouse.decode`) with `record` rewritten and
-        `pii_forgotten` set (false under `raw`)."""
+        """Decoded rows (`warehouse.decode`, a row group of them) with `record` rewritten and
+        `pii_forgotten` set; unchanged under `raw`.
+
+        Python sees each distinct value once (its token); every record is rewritten by
+        vectorized per-row replacement of the value's exact JSON text under its key (split on
+        it, joined with the replacement)."""
         if not self.policy.tokens:
             return frame
         r = frame.get_column("r").struct
-        sides = {side: r.field(side).struct for side in SIDES}
-        numbers: set[str] = set()
-        names: dict[str, set[str]] = {key: set() for key in ("identifier", *NAME_KEYS)}
-        for side in sides.values():
-            numbers |= _values(side.field("phone_number"))
-            account = side.field("channel_account").struct
-            ident = _values(account.field("identifier"))
-            numbers |= {v for v in ident if looks_like_number(v)}
-            names["identifier"] |= {v for v in ident if not looks_like_number(v)}
-            data = account.field("data").struct
-            names["name"] |= _values(data.field("name"))
-            names["username"] |= _values(data.field("username"))
-            names["name_snapshot"] |= _values(account.field("name_snapshot"))
         records = frame.get_column("record")
-        numbers |= {v[1:-1] for v in _values(records.str.extract_all(NUMBER_LITERAL).explode())}
-        messages = (
-            _values(r.field("data").struct.field("message"))
-            if self.policy.sms_bodies == "drop"
-            else set()
-        )
-        collide = _collisions(r, {v for key in NAME_KEYS for v in names[key]})
+        numbers: dict[str, pl.Series] = {}
+        texts: dict[str, pl.Series] = {}
+        for side in SIDES:
+            end = r.field(side).struct
+            account = end.field("channel_account").struct
+            numbers[f"{side}.phone_number"] = end.field("phone_number")
+            texts[f"{side}.identifier"] = account.field("identifier")
+            texts[f"{side}.name"] = account.field("data").struct.field("name")
+            texts[f"{side}.username"] = account.field("data").struct.field("username")
+            texts[f"{side}.name_snapshot"] = account.field("name_snapshot")
+        out: dict[str, str | None] = {}  # value -> its replacement's JSON text
+        beside: dict[str, str] = {}  # number -> `"<token>","phone_country":...`
+        gone: set[str] = set()  # values whose token is forgotten
+        for series in numbers.values():
+            for v in _values(series):
+                if v not in beside:
+                    token = self.phone(v)
+                    place, code = self._countries[token]
+                    value = self._out(token)
+                    beside[v] = (
+                        f'{_json(value)},"phone_country":{_json(place)},'
+                        f'"phone_calling_code":{_json(code)}'
+                    )
+                    if value is None:
+                        gone.add(v)
+        for key, series in texts.items():
+            tokenize = self.identifier if key.endswith("identifier") else self.text
+            for v in _values(series):
+                token = tokenize(v)
+                out[v] = _json(self._out(token))
+                if token in self.forgotten:
+                    gone.add(v)
+        # Records rewritten by path instead: an escaped character may spell a value
+        # differently, and a customer named like the agent or a queue of the same record.
         slow = records.str.contains("\\", literal=True).fill_null(False)
-        if collide:
-            slow = slow | records.str.contains_any([_literal(v) for v in collide]).fill_null(False)
-
-        old: list[str] = []
-        new: list[str] = []
-        for v in sorted(numbers, key=len, reverse=True):
-            token = self.phone(v)
-            out = self._out(token)
-            place, code = self._countries[token]
-            beside = f',"phone_country":{_json(place)},"phone_calling_code":{_json(code)}'
-            old.append(f'"phone_number":{_literal(v)}')
-            new.append(f'"phone_number":{_json(out)}{beside}')
-            old.append(_literal(v))
-            new.append(_json(out))
-        for key, values in names.items():
-            for v in values:
-                token = self.identifier(v) if key == "identifier" else self.text(v)
-                old.append(f'"{key}":{_literal(v)}')
-                new.append(f'"{key}":{_json(self._out(token))}')
-        for v in messages:
-            old.append(f'"message":{_literal(v)}')
-            new.append('"message":null')
-        forgotten_literals = [
-            f'"{v}"' for v, t in ((v, self.phone(v)) for v in numbers) if t in self.forgotten
-        ] + [
-            _literal(v)
-            for key, values in names.items()
-            for v in values
-            if (self.identifier(v) if key == "identifier" else self.text(v)) in self.forgotten
-        ]
-        erased = (
-            records.str.contains_any(forgotten_literals).fill_null(False)
-            if forgotten_literals
-            else pl.repeat(False, frame.height, eager=True)
-        )
-        fast = records.str.replace_many(old, new) if old else records
-        rewritten = pl.select(
-            pl.when(slow).then(pl.lit(None, pl.String())).otherwise(fast).alias("record")
-        ).to_series()
+        others = _other_names(r)
+        for key, series in texts.items():
+            if not key.endswith("identifier") and others:
+                slow = slow | series.is_in(others).fill_null(False)
+        text = records
+        for series in numbers.values():
+            replacement = series.replace_strict(beside, default=None, return_dtype=pl.String())
+            text = _replace_each(text, "phone_number", series, replacement)
+        for key, series in texts.items():
+            replacement = series.replace_strict(out, default=None, return_dtype=pl.String())
+            text = _replace_each(text, key.split(".", 1)[1], series, replacement)
+        if self.policy.sms_bodies == "drop":
+            message = r.field("data").struct.field("message")
+            text = _replace_each(
+                text, "message", message, pl.repeat("null", len(message), eager=True)
+            )
+        text = self._other_numbers(text, frame.get_column("known_keys"), gone)
+        erased = pl.repeat(False, frame.height, eager=True)
+        if gone:
+            for series in (*numbers.values(), *texts.values()):
+                erased = erased | series.is_in(list(gone)).fill_null(False)
         if slow.any():
             index = slow.arg_true().to_list()
             redone = [self.record(records[i]) for i in index]
-            rewritten = rewritten.scatter(index, [text for text, _ in redone])
-            erased = erased.scatter(index, [gone for _, gone in redone])
-        return frame.with_columns(rewritten.alias("record"), erased.alias(FORGOTTEN))
+            text = text.scatter(index, [t for t, _ in redone])
+            erased = erased.scatter(index, [e for _, e in redone])
+        return frame.with_columns(text.alias("record"), erased.alias(FORGOTTEN))
+
+    def _other_numbers(self, text: pl.Series, known: pl.Series, gone: set[str]) -> pl.Series:
+        """Numbers elsewhere in a record (a field the spec does not name): any JSON string of
+        7 to 15 digits. Only records with such fields (`known_keys` false) are scanned."""
+        unknown = ~known.fill_null(False)
+        if not unknown.any():
+            return text
+        found = text.filter(unknown).str.extract_all(NUMBER_LITERAL).explode()
+        values = {v[1:-1] for v in _values(found)} - {""}
+        values = {v for v in values if not is_token(v)}
+        if not values:
+            return text
+        old, new = [], []
+        for v in values:
+            token = self.phone(v)
+            if token in self.forgotten:
+                gone.add(v)
+            old.append(f'"{v}"')
+            new.append(_json(self._out(token)))
+        index = unknown.arg_true()
+        return text.scatter(index, text.gather(index).str.replace_many(old, new))
 
     def record(self, text: str | None) -> tuple[str | None, bool]:
         """One record rewritten by path (the slow, exact way): (new text, anything erased)."""
@@ -444,6 +465,48 @@ class Pseudonymizer:
         return frame
 
 
+def _replace_each(
+    text: pl.Series, key: str, values: pl.Series, replacements: pl.Series
+) -> pl.Series:
+    """In each row, `"key":"<its value>"` (the value's exact JSON text in a record without a
+    backslash) replaced by `"key":<its replacement>`, everywhere in the row; only the rows
+    with a value and a replacement are touched (a name pass touches conversations only)."""
+    rows = (values.is_not_null() & replacements.is_not_null() & text.is_not_null()).arg_true()
+    if rows.is_empty():
+        return text
+    some = pl.DataFrame(
+        {"t": text.gather(rows), "v": values.gather(rows), "r": replacements.gather(rows)}
+    )
+    done = some.select(
+        pl.col("t")
+        .str.split(pl.concat_str(pl.lit(f'"{key}":"'), pl.col("v"), pl.lit('"')))
+        .list.join(pl.concat_str(pl.lit(f'"{key}":'), pl.col("r")))
+    ).to_series()
+    if len(rows) == len(text):
+        return done
+    return text.scatter(rows, done)
+
+
+def _other_names(r: Any) -> list[str]:
+    """The names of the agents and referenced objects (queue, flow...) in a row group: a
+    record whose customer has one of them is rewritten by path (a literal replacement under
+    `"name"` would rename the agent too)."""
+    user = r.field("user").struct
+    names = _values(user.field("name")) | _values(user.field("name_snapshot"))
+    data = r.field("data").struct
+    for ref in _NAMED_REFS:
+        if ref in data.fields:
+            value = data.field(ref)
+            keys = {f.name for f in value.dtype.fields}
+            for key in NAME_KEYS:
+                if key in keys:
+                    names |= _values(value.struct.field(key))
+    return sorted(names)
+
+
+_NAMED_REFS = ("queue", "campaign", "flow", "canned_message")
+
+
 def _values(series: pl.Series) -> set[str]:
     return {v for v in series.drop_nulls().unique().to_list() if isinstance(v, str)}
 
@@ -480,24 +543,6 @@ def _numbers_in(value: Any, replace: Any) -> Any:
     if isinstance(value, list):
         return [_numbers_in(v, replace) for v in value]
     return value
-
-
-def _collisions(r: Any, customer_names: set[str]) -> set[str]:
-    """Customer names that are also the name of an agent or of a referenced object (queue,
-    flow...) in the page: replacing their literal would rename those too."""
-    if not customer_names:
-        return set()
-    names = [r.field("user").struct.field(k) for k in ("name", "name_snapshot")]
-    data = r.field("data").struct
-    for ref in data.fields:
-        value = data.field(ref)
-        if isinstance(value.dtype, pl.Struct):
-            keys = {f.name for f in value.dtype.fields}
-            names += [value.struct.field(k) for k in NAME_KEYS if k in keys]
-    others = pl.concat([n.cast(pl.String()) for n in names]).is_in(list(customer_names))
-    if not others.any():
-        return set()
-    return customer_names & _values(pl.concat([n.cast(pl.String()) for n in names]))
 
 
 __all__ = [
