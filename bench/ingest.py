@@ -467,18 +467,30 @@ class Api(Protocol):
     def api_key(self) -> str: ...
 
 
-def cdrhouse_env(sb: Api, data_dir: Path, first_day: date) -> dict[str, str]:
+# The key of a benched `token` run (a bench's own, not a secret).
+BENCH_PII_KEY = "bench-pii-key-0123456789abcdef"
+
+
+def cdrhouse_env(
+    sb: Api, data_dir: Path, first_day: date, phone_numbers: str = "raw"
+) -> dict[str, str]:
     """The environment of a benched `cdrhouse` against `sb`: none of the caller's CC_*,
-    CDRHOUSE_* or DAGSTER_HOME (an ephemeral instance)."""
+    CDRHOUSE_* or DAGSTER_HOME (an ephemeral instance); callers' numbers as `phone_numbers`
+    says (`raw`, or `token` under a bench key)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_"))}
     env.pop("DAGSTER_HOME", None)
-    return env | {
-        "CC_API_BASE_URL": sb.base_url,
-        "CC_API_KEY": sb.api_key,
-        "CDRHOUSE_DATA_DIR": str(data_dir),
-        # A deployment that has kept N days has its partitions start N days back.
-        "CDRHOUSE_START_DATE": first_day.isoformat(),
-    }
+    return (
+        env
+        | {
+            "CC_API_BASE_URL": sb.base_url,
+            "CC_API_KEY": sb.api_key,
+            "CDRHOUSE_DATA_DIR": str(data_dir),
+            # A deployment that has kept N days has its partitions start N days back.
+            "CDRHOUSE_START_DATE": first_day.isoformat(),
+            "CDRHOUSE_PHONE_NUMBERS": phone_numbers,
+        }
+        | ({"CDRHOUSE_PII_KEY": BENCH_PII_KEY} if phone_numbers == "token" else {})
+    )
 
 
 def run_seconds(output: str) -> dict[str, float]:

@@ -17,7 +17,9 @@ What runs where (the machine has 2 cores, so who burns CPU where matters):
 * **cdrhouse** is `cdrhouse ingest --start --end --no-snapshots` as a subprocess with
   `CC_API_BASE_URL=http://127.0.0.1:<port>`, the sandbox key, a fresh `CDRHOUSE_DATA_DIR` and
   no `DAGSTER_HOME` (an ephemeral instance). `--no-snapshots`: dlt loads CDRs only, and both
-  must do the same work.
+  must do the same work. `cdrhouse ingest` runs twice: with `CDRHOUSE_PHONE_NUMBERS=raw`, then
+  with `token` (a bench key) into another data dir, for what tokens cost (issue 26: <= 10 %
+  more wall); `--no-token` skips the second run.
 
 Each is measured as a child of this process: wall time, CPU time (the child's rusage from
 wait4, including any children it reaped), peak RSS as the child's own VmHWM (`ru_maxrss` can
@@ -45,6 +47,7 @@ DLT_DATASET = "contact_center"
 DLT_DATABASE = "dlt.duckdb"
 TARGET_RATIO = 10.0  # issue 13: cdrhouse >= 10x faster than dlt in wall time
 TARGET_RSS_MB = 400.0  # issue 13: cdrhouse ingest's peak RSS
+TARGET_TOKEN_COST = 0.10  # issue 26: CDRHOUSE_PHONE_NUMBERS=token costs <= 10 % more wall
 
 
 @dataclass
@@ -176,14 +179,18 @@ def _measured(
     )
 
 
-def run_cdrhouse(sb: Any, start: date, end: date, data_dir: Path) -> PeerResult:
+def run_cdrhouse(
+    sb: Any, start: date, end: date, data_dir: Path, phone_numbers: str = "raw"
+) -> PeerResult:
     from bench.ingest import cdrhouse_cmd, cdrhouse_env
 
-    env = cdrhouse_env(sb, data_dir, start)  # CC_API_KEY: the sandbox key dlt gets too
+    # CC_API_KEY: the sandbox key dlt gets too.
+    env = cdrhouse_env(sb, data_dir, start, phone_numbers)
     cmd = cdrhouse_cmd(
         "ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"
     )
-    return _measured("cdrhouse ingest", cmd, env, data_dir, sb, _cdrhouse_steps)
+    label = "cdrhouse ingest" if phone_numbers == "raw" else f"cdrhouse {phone_numbers}"
+    return _measured(label, cmd, env, data_dir, sb, _cdrhouse_steps)
 
 
 def _cdrhouse_steps(output: str) -> dict[str, float]:
@@ -230,7 +237,8 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
             lines.append(f"  {r.loader} steps: {steps}")
         if r.descendants:
             lines.append(f"  {r.loader} started {r.descendants} descendant process(es)")
-    by = {r.loader.split()[0]: r for r in results}
+    token = next((r for r in results if r.loader == "cdrhouse token"), None)
+    by = {r.loader.split()[0]: r for r in results if r is not token}
     if "dlt" in by and "cdrhouse" in by:
         dlt, ours = by["dlt"], by["cdrhouse"]
         ratio = dlt.wall_s / ours.wall_s
@@ -242,6 +250,13 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
             f"cdrhouse peak RSS {ours.peak_rss_mb:.0f} MB -> target <= {TARGET_RSS_MB:.0f} MB: "
             f"{'MET' if ours.peak_rss_mb <= TARGET_RSS_MB else 'MISSED'}"
         )
+        if token is not None:
+            cost = token.wall_s / ours.wall_s - 1
+            lines.append(
+                f"token / raw wall: {token.wall_s:.2f}s / {ours.wall_s:.2f}s = {cost:+.1%} "
+                f"(CPU {token.cpu_s / ours.cpu_s - 1:+.1%}) -> target <= "
+                f"+{TARGET_TOKEN_COST:.0%}: {'MET' if cost <= TARGET_TOKEN_COST else 'MISSED'}"
+            )
         same = ids["cdrhouse_ids"] == ids["dlt_ids"] and not ids["only_cdrhouse"]
         same = same and not ids["only_dlt"]
         lines.append(
@@ -252,7 +267,9 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
     return lines
 
 
-def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any]:
+def run(
+    days: int, cdrs_per_day: int, keep: Path | None = None, with_token: bool = True
+) -> dict[str, Any]:
     from bench.ingest import ServedSandbox
     from connectors.sandbox.config import DEFAULT_API_KEY
 
@@ -277,6 +294,12 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
         ours = run_cdrhouse(sb, first, end, ours_dir)
         print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
+        token = None
+        if with_token:
+            token_dir = root / "cdrhouse-token"
+            token_dir.mkdir()
+            token = run_cdrhouse(sb, first, end, token_dir, "token")
+            print(f"cdrhouse (token) done in {token.wall_s:.1f}s", flush=True)
     except BaseException:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -291,7 +314,14 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         f"\npeers: {days} day(s) x {cdrs_per_day:,} CDRs, zero latency; load average at the end "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min, 2 cores)"
     )
-    lines = _report([dlt, ours], ids, header)
+    if token is not None:
+        token_ids = compare_ids(
+            root / "cdrhouse-token" / "warehouse.duckdb", dlt_dir / DLT_DATABASE
+        )
+        token.rows, token.distinct_ids = token_ids["cdrhouse_rows"], token_ids["cdrhouse_ids"]
+        if token_ids["only_cdrhouse"] or token_ids["only_dlt"]:
+            raise RuntimeError(f"the token run loaded other CDRs than dlt: {token_ids}")
+    lines = _report([dlt, ours, *([token] if token else [])], ids, header)
     print("\n".join(lines), flush=True)
     if keep is None:
         shutil.rmtree(root, ignore_errors=True)
@@ -302,7 +332,7 @@ def run(days: int, cdrs_per_day: int, keep: Path | None = None) -> dict[str, Any
         "days": days,
         "cdrs_per_day": cdrs_per_day,
         "range": [first.isoformat(), end.isoformat()],
-        "results": [asdict(dlt), asdict(ours)],
+        "results": [asdict(r) for r in (dlt, ours, token) if r is not None],
         "ratio_wall": dlt.wall_s / ours.wall_s,
         "ids": ids,
         "same_work": same and ids["cdrhouse_ids"] == ids["dlt_ids"],
@@ -319,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cdrs-per-day", type=int, default=200_000)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--keep", type=Path, default=None, help="keep both databases under here")
+    parser.add_argument(
+        "--no-token", action="store_true", help="skip the CDRHOUSE_PHONE_NUMBERS=token run"
+    )
     # The dlt subprocess (internal).
     parser.add_argument("--dlt-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -329,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.dlt_child:
         return dlt_child(args.base_url, args.api_key, args.start, args.end, args.workdir)
-    summary = run(args.days, args.cdrs_per_day, args.keep)
+    summary = run(args.days, args.cdrs_per_day, args.keep, not args.no_token)
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0 if summary["same_work"] else 1
