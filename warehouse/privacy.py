@@ -8,18 +8,23 @@ number is reversed by hashing the small number space). A customer's channel iden
 identifier, username, display name) gets a text token (`text_token`: HMAC of `text:` + value),
 unless the identifier is a number, which gets the number's token.
 
-`Pseudonymizer.page` rewrites a page's decoded records before anything is written:
+`Pseudonymizer.page` rewrites a row group's decoded records before anything of it is written:
 
 * `record` (hence `raw_cdrs`, `cdr_quarantine`, `extra` and `data`) keeps the record's exact
   bytes with the values replaced: each `from`/`to` number by its token, with `phone_country`
-  and `phone_calling_code` written beside it; each channel identity by its token; any other
-  string of the record that is a number (`"+4915…"`, 7 to 15 digits) by that number's token;
-  the SMS `message` by null (unless `CDRHOUSE_SMS_BODIES=keep`). A record without a backslash
-  (nearly all) is rewritten by literal replacement (`"value"` is then exactly its JSON text); a
-  record with one (an escaped character could spell a value differently), or whose customer
-  name equals an agent's or a queue's, is decoded, replaced by path and encoded again.
+  and `phone_calling_code` written beside it; each channel identity (identifier, name,
+  username, name snapshot) by its token; the SMS `message` by null (unless
+  `CDRHOUSE_SMS_BODIES=keep`); and, in a record with fields the spec does not name, any
+  string that is a number (`"+4915…"`, 7 to 15 digits) by that number's token. Each distinct
+  value is tokenized once in Python; the records are rewritten by vectorized per-row
+  replacement of the value's exact JSON text under its key. A record with a backslash (an
+  escape could spell a value differently), or whose customer is named like an agent or a
+  queue of the group, is decoded, replaced by path and encoded again instead.
 * a token on the forget-list (`cdrhouse privacy forget`) becomes null instead, and the row's
   `pii_forgotten` is true: a re-pull of an erased day does not bring the person back.
+
+Free text is not searched for numbers: a call `summary` that quotes a number keeps it (under
+`token` the SMS body, the one free text a customer writes, is dropped).
 
 `Pseudonymizer.tables` then does the same to the typed tables' columns and adds the columns
 the lake holds beyond normalization (`models.tables.landed`): each number's country and calling
