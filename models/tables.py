@@ -119,7 +119,12 @@ RAW_CDRS = TableSpec(
             "record",
             S,
             "The full record as minified JSON; unknown fields included. A record that is not "
-            "UTF-8 is `base64:` followed by its exact bytes in base64.",
+            "UTF-8 is `base64:` followed by its exact bytes in base64. Under "
+            "CDRHOUSE_PHONE_NUMBERS=token, the customer's values are replaced: `from` and `to` "
+            "`phone_number` by tokens (with `phone_country` and `phone_calling_code` beside "
+            "them), channel-account `identifier`, `data.name`, `data.username` and "
+            "`name_snapshot` by tokens, `data.message` by null (unless CDRHOUSE_SMS_BODIES="
+            "keep), and number strings in fields the spec does not name by tokens.",
             free_text=True,
         ),
         DATE,

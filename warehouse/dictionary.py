@@ -15,7 +15,14 @@ from pathlib import Path
 import duckdb
 
 from models.cdr_fields import CDR_FIELDS, CdrFieldTable
-from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, TableSpec, cdr_table_specs
+from models.tables import (
+    ALL_TABLES,
+    BALANCE_SNAPSHOTS,
+    PARTY_COLUMNS,
+    PII_FORGOTTEN,
+    TableSpec,
+    cdr_table_specs,
+)
 from warehouse.duck import create_views
 from warehouse.kpi import (
     ACCOUNT_SETTINGS_COLUMNS,
@@ -204,6 +211,35 @@ def _interval_aggregate_sections(con: duckdb.DuckDBPyConnection) -> list[str]:
     return lines
 
 
+def _privacy_section() -> list[str]:
+    """The columns a day landed under CDRHOUSE_PHONE_NUMBERS=token has beyond the tables
+    above (`models.tables.landed`), and which values are tokens."""
+    lines = [
+        "## Columns landed under CDRHOUSE_PHONE_NUMBERS=token",
+        "",
+        "A day landed with `CDRHOUSE_PHONE_NUMBERS=token` holds keyed tokens (lowercase hex "
+        "HMAC-SHA256 under `CDRHOUSE_PII_KEY`) instead of the customer's identity: "
+        "`from_phone_number`, `to_phone_number` (a number's token is that of its E.164 digits "
+        "without `+`, whatever its written form), `from_identifier`, `to_identifier`, "
+        "`*_account_name`, `*_account_username`, `*_name_snapshot`, and the same values inside "
+        "`raw_cdrs.record` and `cdr_quarantine.record`; `cdr_sms.message` is null unless "
+        "`CDRHOUSE_SMS_BODIES=keep`. Agents' names and emails are kept. Its partitions also "
+        "have these columns (null in the views for days landed under `raw`):",
+        "",
+        "| table | column | type | meaning |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| cdrs | `{col.name}` | {duck_type(col.dtype)} | {col.description} |"
+        for col in PARTY_COLUMNS
+    ]
+    lines.append(
+        f"| every CDR table | `{PII_FORGOTTEN.name}` | {duck_type(PII_FORGOTTEN.dtype)} | "
+        f"{PII_FORGOTTEN.description} |"
+    )
+    return [*lines, ""]
+
+
 def render(fields: CdrFieldTable = CDR_FIELDS) -> str:
     """The dictionary; the CDR tables' columns come from the field table `fields`."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,6 +258,7 @@ def render(fields: CdrFieldTable = CDR_FIELDS) -> str:
     out += ["## Interval pre-aggregates", "", *intervals, "## CDR tables", ""]
     for spec in facts:
         out += _spec_section(spec)
+    out += _privacy_section()
     out += ["## Snapshot tables", ""]
     for spec in snaps:
         out += _spec_section(spec)
