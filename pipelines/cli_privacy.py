@@ -160,7 +160,8 @@ def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str
 def _print(account: str, token: str, result: ForgetResult) -> None:
     print(f"account {account}: token {token[:SHOWN_HEX]}…")
     for table, done in result.tables.items():
-        print(f"  {table:<20} {done.rows} rows in {done.partitions} partitions changed")
+        rejected = f" ({done.rejected} of them rejected copies)" if done.rejected else ""
+        print(f"  {table:<20} {done.rows} rows in {done.partitions} partitions changed{rejected}")
 
 
 def run(

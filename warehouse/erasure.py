@@ -17,9 +17,13 @@ snapshot columns, and either inside the JSON text of `raw_cdrs.record`,
    file's own schema and row groups;
 3. a partition that does not hold the token is not written at all (its bytes are the same).
 
-Aggregates (`agg_*`) are counts and sums by day, queue, agent and type: they hold no number,
-name or token, so nothing there is erased. The rejected copies of failed days
-(`_rejected/raw_cdrs/…`) are out of every reader's way and not rewritten (README).
+A day step that had read the forget-list before step 1 and publishes its day after step 2
+scanned it brings the token back for that day: run `forget` again after such a run (a run
+started after step 1 honours the list).
+
+The rejected copies of failed days (`_rejected/raw_cdrs/…`, kept for diagnosis) are erased the
+same way, and stay rejected. Aggregates (`agg_*`) are counts and sums by day, queue, agent
+and type: they hold no number, name or token, so nothing there is erased.
 
 Partitions are read a row group at a time, and searched first with the string columns alone
 (polars' literal `str.contains`): a day without the token costs one scan of its text.
@@ -33,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 
 from models.tables import CDR_TABLES
-from warehouse.lake import Lake
+from warehouse.lake import Lake, footer_source
 from warehouse.privacy import FORGOTTEN, is_token
 
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
@@ -46,7 +50,8 @@ class TableErasure:
     """What `forget` changed in one table: rows, and the partitions replaced."""
 
     rows: int = 0
-    partitions: int = 0
+    partitions: int = 0  # rejected copies included
+    rejected: int = 0  # of which rejected copies of failed days
 
 
 @dataclass
@@ -72,13 +77,17 @@ def forget(lake: Lake, token: str) -> ForgetResult:
     lake.forget([token])
     result = ForgetResult()
     for table in PERSON_TABLES:
-        rows = partitions = 0
+        rows = partitions = rejected = 0
         for key in lake.partitions(table):
             changed = erase_partition(lake, table, key, token)
-            if changed:
-                rows += changed
-                partitions += 1
-        result.tables[table] = TableErasure(rows, partitions)
+            rows += changed
+            partitions += changed > 0
+        for key in lake.rejected_partitions(table):
+            changed = erase_partition(lake, table, key, token, rejected=True)
+            rows += changed
+            partitions += changed > 0
+            rejected += changed > 0
+        result.tables[table] = TableErasure(rows, partitions, rejected)
     return result
 
 
@@ -121,9 +130,10 @@ def _without(value: pl.Expr, token: str) -> pl.Expr:
     return pl.when(value == token).then(pl.lit(None, pl.String())).otherwise(cleaned)
 
 
-def erase_partition(lake: Lake, table: str, key: str, token: str) -> int:
-    """Replace one partition without `token`; the rows changed (0: nothing written)."""
-    parquet = lake.open_parquet(table, key)
+def erase_partition(lake: Lake, table: str, key: str, token: str, *, rejected: bool = False) -> int:
+    """Replace one partition (`rejected`: its rejected copy) without `token`; the rows changed
+    (0: nothing written)."""
+    parquet = lake.open_parquet(table, key, rejected=rejected)
     if parquet is None:
         return 0
     schema: pa.Schema = parquet.schema_arrow
@@ -145,7 +155,10 @@ def erase_partition(lake: Lake, table: str, key: str, token: str) -> int:
         out = out.append(pa.field(FORGOTTEN, pa.bool_()))
     flag = pl.col(FORGOTTEN) if FORGOTTEN in schema.names else pl.lit(False)
     changed = 0
-    with lake.writer(table, key, out, source=lake.partition_source(table, key)) as writer:
+    # The source the file records (the partition's, `Lake.partition_source`), kept.
+    with lake.writer(table, key, out, source=footer_source(parquet.metadata)) as writer:
+        if rejected:
+            writer.reject()
         for g in groups:
             frame = pl.DataFrame(pl.from_arrow(parquet.read_row_group(g)))
             hit = frame.select(holds.alias("hit")).to_series()

@@ -184,3 +184,27 @@ def test_a_value_that_is_not_a_token_is_refused_before_anything_is_written(
         with pytest.raises(ValueError, match="not a token"):
             forget(lake, bad)
     assert digests(lake.root) == files
+
+
+def test_a_rejected_copy_holding_the_token_is_erased_and_stays_rejected(
+    lake: Lake, person: Person
+) -> None:
+    """A failed day's records kept for diagnosis (`_rejected/raw_cdrs/`) are in the lake too."""
+    key = f"date={DAY1}"
+    records = _frames(lake, "raw_cdrs", key)
+    with lake.writer("raw_cdrs", key, source=lake.partition_source("raw_cdrs", key)) as copy:
+        copy.reject()
+        copy.write(records)
+    assert lake.rejected_partitions("raw_cdrs") == [key]
+    held = {i for _, i in holding(lake, person.token)["raw_cdrs"]}
+
+    result = forget(lake, person.token)
+
+    assert result.tables["raw_cdrs"].rows == 2 * len(held)
+    assert result.tables["raw_cdrs"].partitions == 2
+    assert result.tables["raw_cdrs"].rejected == 1
+    rejected = pl.concat(lake.iter_batches("raw_cdrs", key, rejected=True))
+    assert not rejected["record"].str.contains(person.token, literal=True).any()
+    assert set(rejected.filter(pl.col(FORGOTTEN))["id"]) == held
+    assert rejected.drop(FORGOTTEN).equals(_frames(lake, "raw_cdrs", key).drop(FORGOTTEN, "date"))
+    assert lake.rejected_partitions("raw_cdrs") == [key]
