@@ -11,10 +11,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines.cdr_day import renormalize_day
 from tests.support.token_lake import (
     DAY1,
     DAY2,
     KEY,
+    POLICY,
     Person,
     as_text,
     day1_caller,
@@ -208,3 +210,24 @@ def test_a_rejected_copy_holding_the_token_is_erased_and_stays_rejected(
     assert set(rejected.filter(pl.col(FORGOTTEN))["id"]) == held
     assert rejected.drop(FORGOTTEN).equals(_frames(lake, "raw_cdrs", key).drop(FORGOTTEN, "date"))
     assert lake.rejected_partitions("raw_cdrs") == [key]
+
+
+def test_normalizing_the_erased_day_again_from_the_lake_keeps_it_erased(
+    lake: Lake, person: Person
+) -> None:
+    """`renormalize_day` rebuilds the typed tables from `raw_cdrs` (no API call): the token
+    stays gone and the rows stay flagged (each table's rows of those CDRs, as a landing
+    flags them)."""
+    before = holding(lake, person.token)
+    forget(lake, person.token)
+
+    stats, checks = renormalize_day(lake, DAY1, privacy=POLICY)
+
+    assert checks.whole(stats.rows, None)
+    assert not any(holding(lake, person.token).values())
+    again = flagged(lake)
+    assert again["cdrs"] == before["cdrs"]
+    erased = {i for _, i in before["raw_cdrs"]}
+    for table in PERSON_TABLES:
+        ids = set(_frames(lake, table, f"date={DAY1}")["id"])
+        assert again[table] == {(f"date={DAY1}", i) for i in erased & ids}, table
