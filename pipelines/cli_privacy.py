@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     forget.add_argument(
         "number",
-        nargs="?",
+        nargs="*",  # `+49 151 …` unquoted is one number (and argparse never echoes a part)
         help="the phone number, in any international form (+49 151 …, 0049151…, 49151…); "
         f"its token is computed with {PII_KEY_VAR}",
     )
@@ -135,11 +135,12 @@ def _key_var(env: Mapping[str, str], account: str) -> str:
 
 def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str]) -> list[str]:
     """The token to erase in each account; every check before anything is written."""
-    if (args.number is None) == (args.token is None):
+    number = " ".join(args.number)
+    if bool(number) == (args.token is not None):
         raise CliError("give exactly one of NUMBER and --token")
     if args.token is not None:
         return [_token_arg(args.token)] * len(accounts)
-    if (problem := number_problem(args.number)) is not None:
+    if (problem := number_problem(number)) is not None:
         raise CliError(problem)
     keys = []
     for account in accounts:
@@ -154,7 +155,7 @@ def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str
         keys.append(key.encode())
     from warehouse.privacy import phone_token
 
-    return [phone_token(key, args.number) for key in keys]
+    return [phone_token(key, number) for key in keys]
 
 
 def _print(account: str, token: str, result: ForgetResult) -> None:
@@ -169,7 +170,7 @@ def run(
 ) -> int:
     """Entry point of `cdrhouse privacy`; CliError (exit 2) before anything is written."""
     from warehouse.duck import build_warehouse, default_lake_uri
-    from warehouse.erasure import forget
+    from warehouse.erasure import PartitionMoved, forget
     from warehouse.lake import Lake
 
     root = Lake(lake_uri or default_lake_uri(data_dir))
@@ -179,11 +180,16 @@ def run(
     for account, token in zip(accounts, tokens, strict=True):
         try:
             result = forget(root.account(account), token)
-        except OSError as exc:
+        except (OSError, PartitionMoved) as exc:
+            why = (
+                f"{type(exc).__name__}: {exc.strerror or exc}"
+                if isinstance(exc, OSError)
+                else str(exc)
+            )
             print(
-                f"cdrhouse privacy forget: error: account {account}: {type(exc).__name__}: "
-                f"{exc.strerror or exc}; the token is on its forget-list, run the command "
-                "again to rewrite the partitions left",
+                f"cdrhouse privacy forget: error: account {account}: {why}; the partitions "
+                "rewritten so far stay so, and the token is on the forget-list: run the command "
+                "again to rewrite the others",
                 file=sys.stderr,
             )
             return 1

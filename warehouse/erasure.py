@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from models.tables import CDR_TABLES
-from warehouse.lake import Lake, footer_source
+from warehouse.lake import META_WRITTEN_AT, Lake, footer_source
 from warehouse.privacy import FORGOTTEN, is_token
 
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
@@ -130,9 +131,54 @@ def _without(value: pl.Expr, token: str) -> pl.Expr:
     return pl.when(value == token).then(pl.lit(None, pl.String())).otherwise(cleaned)
 
 
+class PartitionMoved(Exception):
+    """A partition was replaced by another writer (a day landing) each time it was erased."""
+
+
+# Rewrites of a partition that another writer replaced meanwhile, before giving up.
+ATTEMPTS = 3
+
+
+def _version(footer: pq.FileMetaData | None) -> tuple[object, ...] | None:
+    """Which write of a partition a footer is (its write time, rows and footer size)."""
+    if footer is None:
+        return None
+    written = (footer.metadata or {}).get(META_WRITTEN_AT.encode())
+    return written, footer.num_rows, footer.serialized_size
+
+
+def _footer(lake: Lake, table: str, key: str, *, rejected: bool) -> pq.FileMetaData | None:
+    if not rejected:
+        return lake.partition_footer(table, key)  # the footer alone, also from an object store
+    copy = lake.open_parquet(table, key, rejected=True)
+    return None if copy is None else copy.metadata
+
+
+class _Replaced(Exception):
+    pass
+
+
 def erase_partition(lake: Lake, table: str, key: str, token: str, *, rejected: bool = False) -> int:
     """Replace one partition (`rejected`: its rejected copy) without `token`; the rows changed
-    (0: nothing written)."""
+    (0: nothing written).
+
+    A day landing may replace the partition while it is rewritten: publishing the rewrite
+    would then put back the older rows. So the rewrite is published only if the partition is
+    still the one read (checked just before; the window left is that check's), else done again
+    on the new one."""
+    for _ in range(ATTEMPTS):
+        try:
+            return _erase(lake, table, key, token, rejected=rejected)
+        except _Replaced:
+            continue
+    where = f"{table}/{key}" + (" (rejected copy)" if rejected else "")
+    raise PartitionMoved(
+        f"{where} was replaced by another writer {ATTEMPTS} times while it was being erased; "
+        "the token is on the forget-list: run the erasure again"
+    )
+
+
+def _erase(lake: Lake, table: str, key: str, token: str, *, rejected: bool) -> int:
     parquet = lake.open_parquet(table, key, rejected=rejected)
     if parquet is None:
         return 0
@@ -182,7 +228,16 @@ def erase_partition(lake: Lake, table: str, key: str, token: str, *, rejected: b
                 pl.when(at).then(True).otherwise(flag).alias(FORGOTTEN),
             )
             writer.write(frame)
+        if _version(_footer(lake, table, key, rejected=rejected)) != _version(parquet.metadata):
+            raise _Replaced  # inside the writer: the rewrite is dropped, not published
     return changed
 
 
-__all__ = ["PERSON_TABLES", "ForgetResult", "TableErasure", "erase_partition", "forget"]
+__all__ = [
+    "PERSON_TABLES",
+    "ForgetResult",
+    "PartitionMoved",
+    "TableErasure",
+    "erase_partition",
+    "forget",
+]

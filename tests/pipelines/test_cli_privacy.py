@@ -80,9 +80,9 @@ def test_forget_by_number_in_any_form_erases_it_from_every_account_and_prints_co
     parts = sum(len({k for k, _ in r}) for held in expected.values() for r in held.values())
     assert expected[EMEA]["cdrs"], "the caller is in both accounts' day 1"
     digits = person.number.removeprefix("+")
-    written = f"00{digits[:2]} {digits[2:5]} {digits[5:]}"  # 0049 151 …
+    written = ["00" + digits[:2], digits[2:5], digits[5:]]  # 0049 151 … unquoted
 
-    code = main(["privacy", "forget", written], env=_env(data_dir))
+    code = main(["privacy", "forget", *written], env=_env(data_dir))
 
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -148,6 +148,7 @@ def test_forget_by_token_in_one_account_leaves_the_others_byte_identical(
         (["+{n}", "--token", "{t}"], True, "exactly one of NUMBER and --token"),
         ([], True, "exactly one of NUMBER and --token"),
         (["+{n}x"], True, "NUMBER is not a phone number"),
+        (["+{n}", "+{n}"], True, "NUMBER is not a phone number"),  # two numbers
         (["0{n}"], True, "national form"),
         (["+{n}99999"], True, "an international number has 7 to 15"),
         (["--token", "{t}0"], True, "--token must be 64 hex characters"),
