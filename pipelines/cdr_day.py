@@ -33,6 +33,7 @@ import polars.selectors as cs
 
 from connectors.contact_center import ByteBudget
 from models.tables import RAW_CDRS as RAW_SPEC
+from models.tables import landed
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
@@ -70,7 +71,9 @@ PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB 
 WRITE_AHEAD_PAGES = 4
 # Threads decoding pages: the native pass releases the GIL, so two use both cores.
 DECODE_THREADS = 2
-RAW_COLUMNS = RAW_SPEC.column_names
+# With `pii_forgotten`, which a page has under `token` only (`Pseudonymizer.page`): a record
+# that lost a forgotten value says so in `raw_cdrs` too.
+RAW_COLUMNS = landed(RAW_SPEC).column_names
 T = TypeVar("T")
 R = TypeVar("R")
 

@@ -1,8 +1,9 @@
-"""The `cdrhouse` command: `sandbox`, `ingest`, `sql`, `lake`, `report` and `demo`.
+"""The `cdrhouse` command: `sandbox`, `ingest`, `sql`, `lake`, `report`, `privacy` and `demo`.
 
 This module parses the arguments and hands each command to its implementation: `ingest` and
 `demo` in `pipelines.cli_ingest` (whose runs are `pipelines.cli_runs`), `sql`, `lake` and
-`report` in `warehouse.cli`, `sandbox` in `connectors.sandbox.cli`. Environment variables are
+`report` in `warehouse.cli`, `privacy` in `pipelines.cli_privacy`, `sandbox` in
+`connectors.sandbox.cli`. Environment variables are
 read here, in those command modules and in `definitions.py` only.
 """
 
@@ -16,6 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines import cli_privacy
 from pipelines.cli_ingest import (
     DEMO_DAYS,
     CliError,
@@ -113,6 +115,8 @@ def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
     warehouse_cli.add_report_arguments(report)
     sql = sub.add_parser("sql", help="query the warehouse with SQL")
     warehouse_cli.add_arguments(sql)
+    privacy = sub.add_parser("privacy", help="erase a person's number from the lake")
+    cli_privacy.add_arguments(privacy)
     return parser
 
 
@@ -235,6 +239,10 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             from connectors.sandbox import cli as sandbox_cli  # type: ignore[attr-defined,unused-ignore]
 
             return int(sandbox_cli.run(args))
+        if args.command == "privacy":
+            lake_uri = env.get("CDRHOUSE_LAKE_URI") or None
+            _check_lake_uri(lake_uri)
+            return cli_privacy.run(args, env, env_data_dir(env), lake_uri)
         if args.command in WAREHOUSE_COMMANDS:
             run = WAREHOUSE_COMMANDS[args.command]
             lake_uri = env.get("CDRHOUSE_LAKE_URI") or None

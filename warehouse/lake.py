@@ -573,6 +573,11 @@ class Lake:
     def partitions(self, table: str) -> list[str]:
         return sorted(self.stamps(table))
 
+    def rejected_partitions(self, table: str) -> list[str]:
+        """The keys of the table's rejected copies (`PartitionWriter.reject`), sorted."""
+        listing = self.store.list_all(f"{REJECTED_DIR}/{table}")
+        return sorted(listing.get(table, {}))
+
     def has_data(self, table: str) -> bool:
         """Whether the table has any published partition (cheaper than `partitions` where the
         store allows it: a local lake stops at the first file found)."""

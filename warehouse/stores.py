@@ -439,10 +439,12 @@ class ObjectStore:
 
     def list_all(self, table: str | None = None) -> dict[str, dict[str, float]]:
         """One listing (of the whole lake, or of one table's prefix); the root's partitions
-        only (`<table>/<key>/part-0.parquet`), never an account sub-lake's."""
+        only (`<table>/<key>/part-0.parquet`), never an account sub-lake's. A `table` under a
+        directory (`_rejected/raw_cdrs`) lists that directory's copies of the table."""
         out: dict[str, dict[str, float]] = {}
+        base = self.path if table is None or "/" not in table else self._p(table.rpartition("/")[0])
         for name, info in self._find(table).items():
-            parts = name[len(self.path) + 1 :].split("/")
+            parts = name[len(base) + 1 :].split("/")
             if len(parts) == 3 and parts[2] == PART_FILE and "=" in parts[1]:
                 out.setdefault(parts[0], {})[parts[1]] = _info_stamp(info)
         return out

@@ -1,0 +1,204 @@
+"""`cdrhouse privacy forget`: erase one person from the lake (issue 26, `warehouse.erasure`).
+
+`cdrhouse privacy forget NUMBER` computes the number's token under the key (as a day landing
+does: `warehouse.privacy.phone_token`, whatever the number's written form); `--token HEX` names
+the token itself (a customer's name or identifier token, or a number's when the number is no
+longer known). In each account of the lake (every one by default, `--account ID` for some),
+the token goes on the forget-list and every partition holding it is rewritten without it.
+
+The number is never printed, logged or stored: only the token's first characters are shown.
+The key is `CDRHOUSE_PII_KEY`, as the ingest reads it. (Accounts do not name a key variable of
+their own yet: when `pipelines.accounts.Account` gains a `pii_key_env`, that variable is read
+for its account.)
+
+Like the module it is called from, only the standard library at module level: the parser is
+built for every `cdrhouse` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.cli_ingest import CliError
+
+if TYPE_CHECKING:
+    from pipelines.accounts import Account
+    from warehouse.erasure import ForgetResult
+    from warehouse.lake import Lake
+
+PII_KEY_VAR = "CDRHOUSE_PII_KEY"  # as warehouse.privacy.PII_KEY_VAR (not imported: polars)
+SHOWN_HEX = 12  # the token's characters printed: enough to tell tokens apart, not to use one
+# E.164: at most 15 digits; fewer than 7 is no subscriber number anywhere.
+MIN_DIGITS, MAX_DIGITS = 7, 15
+_SEPARATORS = " -().\u00a0/"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="privacy_command", required=True)
+    forget = sub.add_parser(
+        "forget",
+        help="erase a person: their token becomes null in every partition that holds it, and "
+        "a later re-pull of the day honours it (the forget-list)",
+    )
+    forget.add_argument(
+        "number",
+        nargs="*",  # `+49 151 …` unquoted is one number (and argparse never echoes a part)
+        help="the phone number, in any international form (+49 151 …, 0049151…, 49151…); "
+        f"its token is computed with {PII_KEY_VAR}",
+    )
+    forget.add_argument("--token", help="the token itself (64 hex characters), instead of a number")
+    forget.add_argument(
+        "--account",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this account's lake (repeatable; default: every account of the lake)",
+    )
+
+
+def number_problem(number: str) -> str | None:
+    """What makes `number` unusable (the number itself is never part of the answer)."""
+    text = number.strip()
+    digits = text.translate(str.maketrans("", "", _SEPARATORS))
+    international = digits.startswith(("+", "00"))
+    digits = digits.removeprefix("+")
+    if not digits.isdigit() or not digits.isascii():
+        return "NUMBER is not a phone number (digits, optionally +, spaces, dashes)"
+    if not international and digits.startswith("0"):
+        return (
+            "NUMBER is in national form (leading 0); write it with its country code "
+            "(+49 151 …, or 0049 151 …)"
+        )
+    size = len(digits.removeprefix("00")) if international else len(digits)
+    if not MIN_DIGITS <= size <= MAX_DIGITS:
+        return f"NUMBER has {size} digits; an international number has {MIN_DIGITS} to {MAX_DIGITS}"
+    return None
+
+
+def _token_arg(token: str) -> str:
+    value = token.strip().lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise CliError("--token must be 64 hex characters (a token, as the lake holds it)")
+    return value
+
+
+def _account_ids(root: Lake, env: Mapping[str, str], ids: Sequence[str]) -> list[str]:
+    """The accounts to erase from: those named (each must hold data in the lake or be
+    configured), or every account of the lake and `default`."""
+    from warehouse.lake import ACCOUNT_ID, DEFAULT_ACCOUNT
+
+    in_lake = [DEFAULT_ACCOUNT, *(a for a in root.accounts() if a != DEFAULT_ACCOUNT)]
+    if not ids:
+        return in_lake
+    known = set(in_lake) | {a.id for a in _configured(env)}
+    chosen: list[str] = []
+    for account in ids:
+        if not ACCOUNT_ID.fullmatch(account):
+            raise CliError(f"--account {account!r}: expected 1-63 of a-z, 0-9 and _")
+        if account not in known:
+            listed = ", ".join(sorted(known))
+            raise CliError(
+                f"--account {account}: no such account in the lake at {root.uri} nor in the "
+                f"accounts file (known: {listed})"
+            )
+        if account not in chosen:
+            chosen.append(account)
+    return chosen
+
+
+def _configured(env: Mapping[str, str]) -> tuple[Account, ...]:
+    """The accounts file's accounts ((): none configured)."""
+    from pipelines.accounts import ACCOUNTS_FILE_VAR, accounts_from_env
+    from pipelines.kpi_settings import SettingsError
+
+    if not env.get(ACCOUNTS_FILE_VAR, "").strip():
+        return ()
+    try:
+        return accounts_from_env(env, require_keys=False)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _key_var(env: Mapping[str, str], account: str) -> str:
+    """The variable holding the account's key: its own if the accounts file names one."""
+    for configured in _configured(env):
+        if configured.id == account:
+            own = getattr(configured, "pii_key_env", None)
+            if isinstance(own, str) and own:
+                return own
+    return PII_KEY_VAR
+
+
+def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str]) -> list[str]:
+    """The token to erase in each account; every check before anything is written."""
+    number = " ".join(args.number)
+    if bool(number) == (args.token is not None):
+        raise CliError("give exactly one of NUMBER and --token")
+    if args.token is not None:
+        return [_token_arg(args.token)] * len(accounts)
+    if (problem := number_problem(number)) is not None:
+        raise CliError(problem)
+    keys = []
+    for account in accounts:
+        var = _key_var(env, account)
+        key = env.get(var, "")
+        if not key:
+            who = "" if account == "default" else f" (account {account})"
+            raise CliError(
+                f"{var} is not set{who}: the token of a number is keyed by it; set it to the "
+                "key the lake was landed with, or give --token"
+            )
+        keys.append(key.encode())
+    from warehouse.privacy import phone_token
+
+    return [phone_token(key, number) for key in keys]
+
+
+def _print(account: str, token: str, result: ForgetResult) -> None:
+    print(f"account {account}: token {token[:SHOWN_HEX]}…")
+    for table, done in result.tables.items():
+        rejected = f" ({done.rejected} of them rejected copies)" if done.rejected else ""
+        print(f"  {table:<20} {done.rows} rows in {done.partitions} partitions changed{rejected}")
+
+
+def run(
+    args: argparse.Namespace, env: Mapping[str, str], data_dir: Path, lake_uri: str | None
+) -> int:
+    """Entry point of `cdrhouse privacy`; CliError (exit 2) before anything is written."""
+    from warehouse.duck import build_warehouse, default_lake_uri
+    from warehouse.erasure import PartitionMoved, forget
+    from warehouse.lake import Lake
+
+    root = Lake(lake_uri or default_lake_uri(data_dir))
+    accounts = _account_ids(root, env, args.account)
+    tokens = _tokens(args, env, accounts)
+    rows = partitions = 0
+    for account, token in zip(accounts, tokens, strict=True):
+        try:
+            result = forget(root.account(account), token)
+        except (OSError, PartitionMoved) as exc:
+            why = (
+                f"{type(exc).__name__}: {exc.strerror or exc}"
+                if isinstance(exc, OSError)
+                else str(exc)
+            )
+            print(
+                f"cdrhouse privacy forget: error: account {account}: {why}; the partitions "
+                "rewritten so far stay so, and the token is on the forget-list: run the command "
+                "again to rewrite the others",
+                file=sys.stderr,
+            )
+            return 1
+        _print(account, token, result)
+        rows += result.rows
+        partitions += result.partitions
+    print(f"total: {rows} rows in {partitions} partitions changed")
+    if partitions:
+        # The views read the files again anyway; a partition that gained `pii_forgotten`
+        # changes which columns they take from the files (`Lake.landed_columns`).
+        build_warehouse(data_dir, root.uri)
+    return 0
