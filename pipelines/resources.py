@@ -4,8 +4,8 @@
 sandbox in-process only when `base_url` is the word `sandbox` (same seed, same data in every
 process). With no `base_url` nothing falls back to fake data: `source_id`, `settings()` and
 `client()` raise a one-line `dg.Failure` (no retries, metadata `error_class` =
-"SourceNotConfigured"), and so does a URL without `api_key`. So does every API step when the
-callers' numbers were not chosen (`phone_numbers` None, or `token` without its key: README
+"SourceNotConfigured"), and so does a URL without `api_key`. `client()` fails the same way when
+the callers' numbers were not chosen (`phone_numbers` None, or `token` without its key: README
 "Callers' privacy"); `privacy()` is the run's `PrivacyPolicy`. Built directly, the resource
 lands numbers `raw`, as before the choice existed. The sandbox package is imported only when it
 is selected. Neither resource reads the environment: `definitions.py` and the CLI
@@ -191,6 +191,12 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         except PrivacySettingsError as exc:
             raise config_failure(self._for_account_privacy(str(exc))) from None
 
+    def check_privacy(self) -> None:
+        """`privacy()`'s failure, if any, without building the policy."""
+        problem = privacy_problem(self.phone_numbers, self.pii_key, self.pii_key_env)
+        if problem is not None:
+            raise config_failure(self._for_account_privacy(problem))
+
     def _for_account_privacy(self, message: str) -> str:
         if self.account_id == DEFAULT_ACCOUNT:
             return message
@@ -202,11 +208,6 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             if not self.is_default_account and problem == MISSING_KEY_MESSAGE:
                 problem = f"the variable {self.api_key_env} is not set; set it to a v4 API key"
             raise config_failure(self.for_account(problem))
-        # No API call either before the callers' numbers have a rule: what it returns would
-        # land with them (the source is named first: it is the first thing to set).
-        problem = privacy_problem(self.phone_numbers, self.pii_key, self.pii_key_env)
-        if problem is not None:
-            raise config_failure(self._for_account_privacy(problem))
         if self.uses_sandbox:
             from connectors.sandbox.config import DEFAULT_API_KEY
 
@@ -253,8 +254,11 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self, log: logging.Logger | dg.DagsterLogManager
     ) -> AsyncIterator[ContactCenterClient]:
         """An open client; against the in-process sandbox when `base_url` is `sandbox`."""
-        # Checked before any import or connection: an unconfigured source fails at once.
+        # Checked before any import or connection: an unconfigured source fails at once, and so
+        # does one whose callers' numbers have no rule yet (what it returns would land with
+        # them); the source is named first, the first thing to set.
         settings = self.settings()
+        self.check_privacy()
         # Imported here so that loading the definitions never needs the HTTP stack.
         from connectors.contact_center import ContactCenterClient
 

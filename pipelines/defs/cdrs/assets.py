@@ -115,7 +115,7 @@ def build_cdr_assets(
         begun = time.perf_counter()
         fetched = RAW_CDRS in selected
         if fetched:
-            contact_center.settings()  # no source, or no rule for callers' numbers: fail now
+            contact_center.settings()  # no source: fail now, naming it first
             try:
                 stats, checks = land_day(
                     contact_center,
