@@ -469,13 +469,15 @@ class Api(Protocol):
 
 def cdrhouse_env(sb: Api, data_dir: Path, first_day: date) -> dict[str, str]:
     """The environment of a benched `cdrhouse` against `sb`: none of the caller's CC_*,
-    CDRHOUSE_* or DAGSTER_HOME (an ephemeral instance)."""
+    CDRHOUSE_* or DAGSTER_HOME (an ephemeral instance); callers' numbers `raw`, the figures of
+    record (a bench of `token` sets CDRHOUSE_PHONE_NUMBERS and CDRHOUSE_PII_KEY over it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CC_", "CDRHOUSE_"))}
     env.pop("DAGSTER_HOME", None)
     return env | {
         "CC_API_BASE_URL": sb.base_url,
         "CC_API_KEY": sb.api_key,
         "CDRHOUSE_DATA_DIR": str(data_dir),
+        "CDRHOUSE_PHONE_NUMBERS": "raw",
         # A deployment that has kept N days has its partitions start N days back.
         "CDRHOUSE_START_DATE": first_day.isoformat(),
     }
