@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pipelines.privacy_settings import PHONE_NUMBERS_VAR
+from warehouse.privacy import PHONE_NUMBERS_VAR
 
 RAW_NUMBERS: Mapping[str, str] = {PHONE_NUMBERS_VAR: "raw"}
 
