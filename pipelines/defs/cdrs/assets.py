@@ -180,7 +180,10 @@ def build_cdr_assets(
 
 
 RAW_DESCRIPTION = (
-    "Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them."
+    "Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them, "
+    "except under CDRHOUSE_PHONE_NUMBERS=token: there every from/to number and any other "
+    "number in the record, and a customer's channel identifier, username and display name, "
+    "are keyed tokens, and the SMS message is null (unless CDRHOUSE_SMS_BODIES=keep)."
 )
 _NORMALIZED_DESCRIPTIONS: Mapping[str, str] = {
     "cdrs": "The CDR fact table: common fields, from/to and user flattened, exact cost.",
