@@ -9,6 +9,9 @@ DAGSTER_HOME_DIR := $(CURDIR)/.dagster_home
 LOCAL_INSTANCE := dagster.yaml
 # The UI's port: `make dev PORT=3111`.
 PORT ?= 3000
+# The key of the sandbox's caller tokens in `make dev`/`make demo` (pipelines.privacy_settings
+# DEMO_PII_KEY): made-up data, not a secret; a real deployment sets its own CDRHOUSE_PII_KEY.
+DEMO_PII_KEY := cdrhouse-demo-key-not-a-secret
 export CDRHOUSE_DATA_DIR ?= $(CURDIR)/data
 
 .PHONY: install demo test lint dev browser clean
@@ -56,7 +59,8 @@ services:
 	fi
 
 demo: install $(DAGSTER_HOME_DIR)/dagster.yaml
-	DAGSTER_HOME=$(DAGSTER_HOME_DIR) $(BIN)/cdrhouse demo
+	DAGSTER_HOME=$(DAGSTER_HOME_DIR) CDRHOUSE_PHONE_NUMBERS=token CDRHOUSE_PII_KEY=$(DEMO_PII_KEY) \
+	  $(BIN)/cdrhouse demo
 
 lint: install
 	$(BIN)/ruff check .
@@ -105,13 +109,15 @@ coverage-report:
 
 # `dg dev`, Dagster 1.13's command (`dagster dev` says it is superseded by it): webserver and
 # daemon on 127.0.0.1:$(PORT), the code location `pipelines.definitions` (as [tool.dg] names
-# it), the bundled sandbox unless CC_API_BASE_URL is set. `pipelines.dev_home` first records the daemon's event-log
+# it), the bundled sandbox unless CC_API_BASE_URL is set, callers' numbers as tokens under the
+# demo key unless CDRHOUSE_PHONE_NUMBERS / CDRHOUSE_PII_KEY are set (`cdrhouse demo` sets both). `pipelines.dev_home` first records the daemon's event-log
 # cursors, which the daemon would record on its first tick with a warning. It starts in
 # DAGSTER_HOME, naming the code location (-m, -d): Dagster warns when started from a folder
 # holding another dagster.yaml (the root's), and `dg dev` without a target moves to the root.
 dev: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	$(BIN)/python -m pipelines.dev_home $(DAGSTER_HOME_DIR)
 	cd $(DAGSTER_HOME_DIR) && CC_API_BASE_URL=$${CC_API_BASE_URL:-sandbox} DAGSTER_HOME=$(DAGSTER_HOME_DIR) \
+	  CDRHOUSE_PHONE_NUMBERS=$${CDRHOUSE_PHONE_NUMBERS:-token} CDRHOUSE_PII_KEY=$${CDRHOUSE_PII_KEY:-$(DEMO_PII_KEY)} \
 	  $(abspath $(BIN))/dg dev -m pipelines.definitions -d $(CURDIR) -h 127.0.0.1 -p $(PORT)
 
 # The side-by-side bench with dlt (bench/peers.py); dlt comes only with the bench extra, and

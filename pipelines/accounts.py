@@ -2,10 +2,11 @@
 centers").
 
 `CDRHOUSE_ACCOUNTS_FILE` names a YAML file listing them, each with a stable id, its cluster
-URL (or `sandbox`), the name of the variable holding its key (never the key) and its business
-day's time zone. Without the file, `CC_API_BASE_URL` and `CC_API_KEY` define one account,
-`default`, exactly as before accounts existed; with neither, there are no accounts and nothing
-runs.
+URL (or `sandbox`), the name of the variable holding its key (never the key), its business
+day's time zone and, optionally, the name of the variable holding the key of its callers' tokens
+(`pii_key_env`, default `CDRHOUSE_PII_KEY`; README "Callers' privacy"). Without the file,
+`CC_API_BASE_URL` and `CC_API_KEY` define one account, `default`, exactly as before accounts
+existed; with neither, there are no accounts and nothing runs.
 
 Every problem is one line that names the file, the entry and the field (`SettingsError`): the
 CLI exits 2 with it, the code location shows it instead of loading.
@@ -30,19 +31,23 @@ DEFAULT_ACCOUNT = "default"
 # Part of every row and lake path: lower-case, so a path never differs from the id by case.
 ACCOUNT_ID = re.compile(r"[a-z0-9_]{1,63}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-FIELDS = ("id", "base_url", "api_key_env", "timezone")
+FIELDS = ("id", "base_url", "api_key_env", "timezone", "pii_key_env")
+# The variable holding the key of the callers' tokens (pipelines.privacy_settings.PII_KEY_VAR).
+PII_KEY_VAR = "CDRHOUSE_PII_KEY"
 # A file past this is not an accounts list (a wrong path pointing at a dump, say).
 MAX_FILE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class Account:
-    """One contact center. `api_key_env` is None only for `sandbox` (the emulator needs no key)."""
+    """One contact center. `api_key_env` is None only for `sandbox` (the emulator needs no key);
+    `pii_key_env` names the variable keying its callers' tokens."""
 
     id: str
     base_url: str
     api_key_env: str | None
     timezone: str
+    pii_key_env: str = PII_KEY_VAR
 
     @property
     def is_sandbox(self) -> bool:
@@ -165,13 +170,20 @@ def _account(
             raise SettingsError(f"{at}.base_url: {problem}")
     if require_keys and key_env is not None and not env.get(key_env):
         raise SettingsError(f"{at}.api_key_env: the variable {key_env} is not set")
+    pii_key_env = entry.get("pii_key_env", PII_KEY_VAR)
+    if not isinstance(pii_key_env, str) or not ENV_NAME.fullmatch(pii_key_env):
+        # Not echoed, as api_key_env: a key pasted here by mistake must not reach a log.
+        raise SettingsError(
+            f"{at}.pii_key_env: not a variable name; give the NAME of the variable holding "
+            "the tokens' key, never the key"
+        )
     zone = entry.get("timezone", default_zone)
     if not isinstance(zone, str) or not known_timezone(zone):
         raise SettingsError(
             f"{at}.timezone {zone!r}: not an IANA time zone; use a name like UTC, "
             "Europe/Berlin or Australia/Sydney"
         )
-    return Account(account_id, base_url.strip(), key_env, zone)
+    return Account(account_id, base_url.strip(), key_env, zone, pii_key_env)
 
 
 def _url_problem(value: str) -> str | None:

@@ -5,9 +5,10 @@
 instance otherwise. Before any run it checks, cheapest first, and stops at the first mistake
 with one line (exit 2): the range, the variables' shapes (before Dagster is even imported), the
 source, then the lake (can it be written now: bucket, credentials, disk) and the instance
-database (`pipelines.preflight`). Only the standard library at module level (`cdrhouse` imports
-this module for every command, `sql` too): each command imports what it needs when it runs,
-the preflight and the runs included.
+database (`pipelines.preflight`), then each account's settings, how its callers' numbers land
+included (`pipelines.privacy_settings`). Only the standard library at module level (`cdrhouse`
+imports this module for every command, `sql` too): each command imports what it needs when it
+runs, the preflight and the runs included.
 """
 
 from __future__ import annotations
@@ -178,16 +179,20 @@ def cmd_ingest(
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     apis = account_resources(chosen, env, first_day, contact_center)
-    key_vars = [a.api_key_env for a in chosen if a.api_key_env]
+    # The API keys' and the tokens' keys' variables: each resolves from `env` in the runs.
+    key_vars = [a.api_key_env for a in chosen if a.api_key_env] + [a.pii_key_env for a in chosen]
     # A lake holding another source's data is refused here, before any run or write; each
     # account's lake is its own (its sub-lake), claimed by its own source.
-    # Every account's settings first, so that a bad one stops before any lake is claimed.
+    # Every account's settings first, so that a bad one stops before any lake is claimed; with
+    # them how its callers' numbers land (`ContactCenterResource.check_privacy`): not chosen, or
+    # `token` without its key, is one line naming both variables, before any run.
     wanted: dict[str, str] = {}
     for account in chosen:
         try:
             with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
                 resolved = apis[account.id].process_config_and_initialize()
             wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
+            resolved.check_privacy()
         except dg.Failure as exc:
             raise CliError(exc.description or "invalid Contact Center API settings") from None
     for account in chosen:
@@ -308,6 +313,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     path of the report, the file `cdrhouse report` writes by default."""
     import duckdb
 
+    from pipelines.privacy_settings import DEMO_PII_KEY, PHONE_NUMBERS_VAR, PII_KEY_VAR
     from pipelines.resources import SANDBOX
     from warehouse.analyst import WAREHOUSE_FILE, report_path
 
@@ -317,6 +323,9 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     dropped = ("CC_API_BASE_URL", "CC_API_KEY", "CDRHOUSE_ACCOUNTS_FILE")
     demo_env = {k: v for k, v in env.items() if k not in dropped}
     demo_env["CC_API_BASE_URL"] = SANDBOX
+    # The sandbox's callers land as tokens under the demo's own key: a real key in the shell
+    # is not used for made-up data (README "Callers' privacy").
+    demo_env |= {PHONE_NUMBERS_VAR: "token", PII_KEY_VAR: DEMO_PII_KEY}
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out, report_days=days)
     if code != 0:
         return code

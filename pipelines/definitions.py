@@ -23,6 +23,11 @@ The environment variables (read here, in `pipelines.location` and by the CLI):
   selects the bundled sandbox, in-process (no key needed). Unset, the location still loads (the
   UI can be browsed) but every step that would call the API fails at once, without retries,
   saying what to set: a code location whose secret failed to mount must not ingest fake data.
+- `CDRHOUSE_PHONE_NUMBERS` (`token` or `raw`), `CDRHOUSE_SMS_BODIES` (`drop`, `keep`), and the
+  tokens' key `CDRHOUSE_PII_KEY` (or an account's `pii_key_env`): on each account's
+  `ContactCenterResource`, the key as an `EnvVar` like the API key. Unset (or `token` without
+  its key), the location loads but every API step fails naming both variables
+  (`pipelines.privacy_settings`). `build_defs` with resources built directly lands `raw`.
 - `CDRHOUSE_DATA_DIR` (default `./data`), `CDRHOUSE_LAKE_URI` (default `file://<data>/lake`).
 - `CDRHOUSE_START_DATE` (first daily partition), `CDRHOUSE_LOOKBACK_DAYS` (nightly lookback).
 - `CDRHOUSE_SANDBOX_CDRS_PER_DAY`: dataset size of the in-process sandbox (with `sandbox` only).
@@ -60,6 +65,7 @@ from pipelines.location import (
 )
 from pipelines.names import CDR_JOB, SNAPSHOT_JOB
 from pipelines.partitions import DEFAULT_START_DATE
+from pipelines.privacy_settings import PII_KEY_VAR
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.scope import AccountScope, unconfigured_default
 from pipelines.settings import DEFAULT_LOOKBACK_DAYS, settings_from_env
@@ -190,6 +196,10 @@ def resources_from_env(
         api_key=_setting(API_KEY_VAR, env),
         sandbox_start_date=start_date.isoformat(),
         sandbox_cdrs_per_day=settings.sandbox_cdrs_per_day,
+        # None when unset: every API step then fails saying what to choose.
+        phone_numbers=settings.phone_numbers,
+        pii_key=_setting(PII_KEY_VAR, env),
+        sms_bodies=settings.sms_bodies,
     )
     # The accounts file's zones, for the KPI views' business days (none without a file: the
     # default account's day is CDRHOUSE_TIMEZONE's).
@@ -214,7 +224,8 @@ def account_resources(
     is `default`, as `resources_from_env` built it; an account of the file has its base URL
     as given and its key as `EnvVar(api_key_env)` (None when that variable is unset: the
     location loads, the account's API steps fail naming the account and the variable). A
-    `sandbox` account gets the in-process emulator, seeded from its id."""
+    `sandbox` account gets the in-process emulator, seeded from its id. Each account keeps
+    `default`'s choice of how callers' numbers land, keyed by `EnvVar(pii_key_env)`."""
     from pipelines.accounts import ACCOUNTS_FILE_VAR
 
     if not env.get(ACCOUNTS_FILE_VAR, "").strip():
@@ -228,6 +239,10 @@ def account_resources(
             sandbox_seed=AccountScope.of(a).sandbox_seed(),
             sandbox_start_date=start_date.isoformat(),
             sandbox_cdrs_per_day=default.sandbox_cdrs_per_day,
+            phone_numbers=default.phone_numbers,
+            pii_key=_setting(a.pii_key_env, env),
+            pii_key_env=a.pii_key_env,
+            sms_bodies=default.sms_bodies,
         )
         for a in accounts
     }
@@ -237,8 +252,9 @@ def account_resources(
 def api_environ(env: Mapping[str, str], key_vars: Sequence[str] = ()) -> Iterator[None]:
     """`os.environ` holds `env`'s API variables (and not the others) meanwhile, so the
     resources' `EnvVar`s resolve to what the caller passed; restored afterwards. `key_vars`:
-    the accounts' key variables (`api_key_env`), besides CC_API_BASE_URL and CC_API_KEY."""
-    names = (BASE_URL_VAR, API_KEY_VAR, *key_vars)
+    the accounts' key variables (`api_key_env`, `pii_key_env`), besides CC_API_BASE_URL,
+    CC_API_KEY and CDRHOUSE_PII_KEY."""
+    names = tuple(dict.fromkeys((BASE_URL_VAR, API_KEY_VAR, PII_KEY_VAR, *key_vars)))
     wanted = {name: env.get(name) for name in names}
     saved = {name: os.environ.get(name) for name in names}
     try:

@@ -4,8 +4,11 @@
 sandbox in-process only when `base_url` is the word `sandbox` (same seed, same data in every
 process). With no `base_url` nothing falls back to fake data: `source_id`, `settings()` and
 `client()` raise a one-line `dg.Failure` (no retries, metadata `error_class` =
-"SourceNotConfigured"), and so does a URL without `api_key`. The sandbox package is imported
-only when it is selected. Neither resource reads the environment: `definitions.py` and the CLI
+"SourceNotConfigured"), and so does a URL without `api_key`. `client()` fails the same way when
+the callers' numbers were not chosen (`phone_numbers` None, or `token` without its key: README
+"Callers' privacy"); `privacy()` is the run's `PrivacyPolicy`. Built directly, the resource
+lands numbers `raw`, as before the choice existed. The sandbox package is imported only when it
+is selected. Neither resource reads the environment: `definitions.py` and the CLI
 pass values in, so a test can build them directly.
 """
 
@@ -33,9 +36,16 @@ from pipelines.preflight import NOT_CONFIGURED_MESSAGE as NOT_CONFIGURED_MESSAGE
 from pipelines.preflight import SANDBOX as SANDBOX
 from pipelines.preflight import is_sandbox as is_sandbox
 from pipelines.preflight import source_problem
+from pipelines.privacy_settings import (
+    PII_KEY_VAR,
+    PrivacySettingsError,
+    privacy_policy,
+    privacy_problem,
+)
 from warehouse import kpi as k
 from warehouse.kpi import KpiSettings
 from warehouse.lake import DEFAULT_ACCOUNT, Lake
+from warehouse.privacy import PrivacyPolicy
 
 if TYPE_CHECKING:
     from connectors.contact_center import ContactCenterClient
@@ -110,10 +120,31 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         default="CC_API_KEY",
         description="The variable holding the key (its name only; None for a sandbox account).",
     )
+    # How the callers' numbers land (pipelines.privacy_settings). Per account, as the API key:
+    # each account's tokens have their own key.
+    phone_numbers: str | None = Field(
+        default="raw",
+        description="CDRHOUSE_PHONE_NUMBERS: 'token' (keyed tokens) or 'raw'; None = not "
+        "chosen: every API step fails saying what to set.",
+    )
+    pii_key: str | None = Field(
+        default=None,
+        description="The tokens' key, as dg.EnvVar('CDRHOUSE_PII_KEY') (or the account's "
+        "pii_key_env): a plain value would be saved in every run's job snapshot.",
+    )
+    pii_key_env: str = Field(
+        default=PII_KEY_VAR, description="The variable holding the tokens' key (its name only)."
+    )
+    sms_bodies: str = Field(
+        default="drop", description="CDRHOUSE_SMS_BODIES under token: 'drop' or 'keep'."
+    )
 
     def __repr__(self) -> str:
         # The default pydantic repr would print the key.
-        return f"ContactCenterResource(base_url={self.base_url!r}, api_key=<redacted>)"
+        return (
+            f"ContactCenterResource(base_url={self.base_url!r}, api_key=<redacted>, "
+            f"phone_numbers={self.phone_numbers!r}, pii_key=<redacted>)"
+        )
 
     @property
     def key_by_value(self) -> bool:
@@ -149,6 +180,27 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if self.is_default_account:
             return message
         return f"account {self.account_id} (api_key_env {self.api_key_env}): {message}"
+
+    def privacy(self) -> PrivacyPolicy:
+        """How this run lands the callers' numbers; a one-line `config_failure` naming the
+        variables (never the key) when nothing may be ingested."""
+        try:
+            return privacy_policy(
+                self.phone_numbers, self.pii_key, self.pii_key_env, self.sms_bodies
+            )
+        except PrivacySettingsError as exc:
+            raise config_failure(self._for_account_privacy(str(exc))) from None
+
+    def check_privacy(self) -> None:
+        """`privacy()`'s failure, if any, without building the policy."""
+        problem = privacy_problem(self.phone_numbers, self.pii_key, self.pii_key_env)
+        if problem is not None:
+            raise config_failure(self._for_account_privacy(problem))
+
+    def _for_account_privacy(self, message: str) -> str:
+        if self.account_id == DEFAULT_ACCOUNT:
+            return message
+        return f"account {self.account_id} (pii_key_env {self.pii_key_env}): {message}"
 
     def settings(self) -> ClientSettings:
         problem = source_problem(self.base_url, self.api_key)
@@ -202,8 +254,11 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self, log: logging.Logger | dg.DagsterLogManager
     ) -> AsyncIterator[ContactCenterClient]:
         """An open client; against the in-process sandbox when `base_url` is `sandbox`."""
-        # Checked before any import or connection: an unconfigured source fails at once.
+        # Checked before any import or connection: an unconfigured source fails at once, and so
+        # does one whose callers' numbers have no rule yet (what it returns would land with
+        # them); the source is named first, the first thing to set.
         settings = self.settings()
+        self.check_privacy()
         # Imported here so that loading the definitions never needs the HTTP stack.
         from connectors.contact_center import ContactCenterClient
 

@@ -3,7 +3,9 @@
 A bad value stops the code location (or the `cdrhouse` command) with one line that names the
 variable, its value and what is expected, instead of a traceback from deep inside `int()`.
 An empty value counts as unset. The API URL and key are not here: they stay `EnvVar`s,
-resolved in each run process (see `pipelines/definitions.py`), so the key never enters a model.
+resolved in each run process (see `pipelines/definitions.py`), so the key never enters a model;
+nor is the tokens' key (`CDRHOUSE_PII_KEY`). `CDRHOUSE_PHONE_NUMBERS` and `CDRHOUSE_SMS_BODIES`
+are checked first, by `pipelines.privacy_settings`, whose errors never echo a value.
 """
 
 from collections.abc import Mapping
@@ -14,6 +16,13 @@ from pydantic import ConfigDict, Field, field_validator
 from pipelines.kpi_settings import KpiVariables, ReportVariables, SettingsError, validate_env
 from pipelines.partitions import DEFAULT_START_DATE
 from pipelines.preflight import start_date_problem
+from pipelines.privacy_settings import (
+    PhoneNumbers,
+    PrivacySettingsError,
+    SmsBodies,
+    phone_numbers_from_env,
+    sms_bodies_from_env,
+)
 from warehouse.stores import lake_uri_problem
 
 __all__ = ["DEFAULT_LOOKBACK_DAYS", "Settings", "SettingsError", "settings_from_env"]
@@ -36,6 +45,10 @@ class Settings(KpiVariables, ReportVariables):
         DEFAULT_SANDBOX_CDRS_PER_DAY, alias="CDRHOUSE_SANDBOX_CDRS_PER_DAY", ge=1, le=5_000_000
     )
     owners: str | None = Field(None, alias="CDRHOUSE_OWNERS")
+    # Set by `settings_from_env` from CDRHOUSE_PHONE_NUMBERS / CDRHOUSE_SMS_BODIES (not aliased:
+    # validated apart, without echoing a value). None: not chosen, nothing may be ingested.
+    phone_numbers: PhoneNumbers | None = None
+    sms_bodies: SmsBodies = "drop"
 
     @field_validator("lake_uri")
     @classmethod
@@ -54,9 +67,16 @@ class Settings(KpiVariables, ReportVariables):
         return value
 
 
-_NAMES = frozenset(str(f.alias) for f in Settings.model_fields.values())
+_NAMES = frozenset(str(f.alias) for f in Settings.model_fields.values() if f.alias)
 
 
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """The settings `env` holds; raises `SettingsError` naming the first bad variable."""
-    return validate_env(Settings, env, _NAMES)
+    try:
+        privacy = {
+            "phone_numbers": phone_numbers_from_env(env),
+            "sms_bodies": sms_bodies_from_env(env),
+        }
+    except PrivacySettingsError as exc:
+        raise SettingsError(str(exc)) from None
+    return validate_env(Settings, env, _NAMES).model_copy(update=privacy)

@@ -33,6 +33,7 @@ import psycopg2
 
 from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.privacy import with_raw_numbers
 from tests.support.processes import stop_process
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
@@ -400,4 +401,4 @@ def deploy_env(
     env.update(postgres_env)
     env.update(aws_env or {})
     env.update(extra or {})
-    return env
+    return with_raw_numbers(env)

@@ -150,7 +150,7 @@ def _env(tmp_path: Path, **values: str) -> dict[str, str]:
     """A production shell: nothing of the suite's cdrhouse, Dagster or Python path."""
     scrub = ("CC_API_", "CDRHOUSE_", "DAGSTER_", "AWS_", "PG")
     env = {k: v for k, v in _pip_env().items() if not k.startswith(scrub)}
-    env.update(CDRHOUSE_DATA_DIR=str(tmp_path / "data"), **values)
+    env.update(CDRHOUSE_DATA_DIR=str(tmp_path / "data"), CDRHOUSE_PHONE_NUMBERS="raw", **values)
     return env
 
 

@@ -269,6 +269,7 @@ def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
         "CDRHOUSE_LAKE_URI": f"s3://{new_bucket}/lake",
         "CDRHOUSE_START_DATE": (day - dt.timedelta(days=1)).isoformat(),
         "TMPDIR": str(spool),  # where partitions bound for S3 are spooled
+        "CDRHOUSE_PHONE_NUMBERS": "raw",
     }
     args = ["ingest", "--start", day.isoformat(), "--end", str(day + dt.timedelta(1))]
     args.append("--no-snapshots")

@@ -25,6 +25,7 @@ import pytest
 from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.privacy import with_raw_numbers
 from tests.support.processes import stop_process
 
 ARTIFACTS_DIR = REPO_ROOT / ".artifacts"
@@ -207,7 +208,7 @@ def _environment(
         DAGSTER_GRPC_TIMEOUT_SECONDS="240",
     )
     env.update(extra)
-    return env
+    return with_raw_numbers(env)
 
 
 def _wait_until_serving(proc: subprocess.Popen[bytes], dev: DagsterDev) -> None:

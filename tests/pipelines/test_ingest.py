@@ -106,6 +106,7 @@ def test_sandbox_base_url_runs_the_bundled_sandbox_in_process(
         "CC_API_BASE_URL": "sandbox",
         "CDRHOUSE_DATA_DIR": str(tmp_path),
         "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+        "CDRHOUSE_PHONE_NUMBERS": "raw",
     }
     day = clock.days_ago(1)
     argv = [

@@ -18,6 +18,7 @@ from pipelines.cli import main
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse
+from tests.support.privacy import with_raw_numbers
 from tests.support.runs import run_failing_at_once
 from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
@@ -42,12 +43,14 @@ def _host(served: ServedSandbox) -> str:
 
 
 def _sandbox_env(data_dir: Path, first_day: date) -> dict[str, str]:
-    return {
-        "CC_API_BASE_URL": "sandbox",
-        "CDRHOUSE_DATA_DIR": str(data_dir),
-        "CDRHOUSE_START_DATE": first_day.isoformat(),
-        "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "50",
-    }
+    return with_raw_numbers(
+        {
+            "CC_API_BASE_URL": "sandbox",
+            "CDRHOUSE_DATA_DIR": str(data_dir),
+            "CDRHOUSE_START_DATE": first_day.isoformat(),
+            "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "50",
+        }
+    )
 
 
 def _ingest(env: dict[str, str], day: date) -> int:

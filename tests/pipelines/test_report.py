@@ -150,6 +150,7 @@ def warehouse_dir(
         "CDRHOUSE_DATA_DIR": str(data_dir),
         "CDRHOUSE_START_DATE": start.isoformat(),
         "CDRHOUSE_SANDBOX_CDRS_PER_DAY": "300",
+        "CDRHOUSE_PHONE_NUMBERS": "raw",
     }
     # The API serves a CDR once it has ended: just after midnight UTC the last calls of
     # yesterday are still running. The CLI's sandbox (process-wide for this shape) is frozen at

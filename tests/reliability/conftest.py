@@ -31,6 +31,7 @@ from pipelines.partitions import partition_window
 from tests.support.clock import SessionClock
 from tests.support.lake import warehouse_rows
 from tests.support.paths import REPO_ROOT
+from tests.support.privacy import with_raw_numbers
 from tests.support.processes import stop_process
 from tests.support.served import ServedSandbox, serve_sandbox
 
@@ -173,6 +174,7 @@ class Forker:
 
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONWARNINGS": "ignore"}
+        env = with_raw_numbers(env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability._forker"],
             stdin=subprocess.PIPE,

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import REPO_ROOT
+from tests.support.privacy import with_raw_numbers
 
 # A setup error must end `cdrhouse ingest` within this (a behavioural bound, not a benchmark).
 SETUP_ERROR_LIMIT_S = 10.0
@@ -43,10 +44,10 @@ class CliRun:
 
 
 def clean_env(**values: str) -> dict[str, str]:
-    """This process's environment without anything cdrhouse, Dagster, AWS or PostgreSQL."""
+    """This process's environment without anything cdrhouse, Dagster, AWS or PostgreSQL, but
+    `CDRHOUSE_PHONE_NUMBERS=raw` (tests.support.privacy), then `values`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
-    env.update(values)
-    return env
+    return with_raw_numbers(env | values)
 
 
 def start_cdrhouse(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:

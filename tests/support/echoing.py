@@ -34,6 +34,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from connectors.sandbox.rewriting import serve_app as serve_app
+from tests.support.privacy import with_raw_numbers
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -180,5 +181,5 @@ def ingest_through_echo(env: Mapping[str, str], day: date, *, snapshots: bool) -
     ]
     output = io.StringIO()
     with captured_logs() as logs, redirect_stdout(output), redirect_stderr(output):
-        codes = [main(argv, env=dict(env)) for argv in commands]
+        codes = [main(argv, env=with_raw_numbers(env)) for argv in commands]
     return EchoedIngest(codes, output.getvalue(), list(logs))

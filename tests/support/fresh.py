@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.paths import REPO_ROOT
+from tests.support.privacy import with_raw_numbers
 
 HEAVY = ("dagster", "polars", "duckdb", "pyarrow")
 
@@ -35,7 +36,8 @@ print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(),
 def _env(tmp_path: Path) -> dict[str, str]:
     drop = ("CC_API_BASE_URL", "CC_API_KEY", "DAGSTER_HOME", "CDRHOUSE_LAKE_URI")
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    return {**env, "PYTHONPATH": str(REPO_ROOT), "CDRHOUSE_DATA_DIR": str(tmp_path / "data")}
+    env |= {"PYTHONPATH": str(REPO_ROOT), "CDRHOUSE_DATA_DIR": str(tmp_path / "data")}
+    return with_raw_numbers(env)
 
 
 def heavy(modules: list[str]) -> list[str]:
@@ -50,8 +52,8 @@ def python(
     drop: tuple[str, ...] = (),
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """A fresh interpreter in `tmp_path`, no API source or instance set (then `drop` removed
-    from its environment and `env` added); it must exit 0."""
+    """A fresh interpreter in `tmp_path`, no API source or instance set, callers' numbers
+    `raw` (then `drop` removed from its environment and `env` added); it must exit 0."""
     base = {k: v for k, v in _env(tmp_path).items() if k not in drop}
     proc = subprocess.run(
         [sys.executable, *args],
@@ -66,8 +68,9 @@ def python(
 
 
 def run_main(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, object]:
-    """`pipelines.cli.main(argv, env=env)` in a fresh interpreter: its exit code, stdout,
-    stderr and every module imported by then."""
-    proc = python(tmp_path, "-c", _RUN_MAIN, json.dumps(argv), json.dumps(env))
+    """`pipelines.cli.main(argv, env=env)` in a fresh interpreter (`env` with
+    `CDRHOUSE_PHONE_NUMBERS=raw` unless it says otherwise): its exit code, stdout, stderr and
+    every module imported by then."""
+    proc = python(tmp_path, "-c", _RUN_MAIN, json.dumps(argv), json.dumps(with_raw_numbers(env)))
     result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result

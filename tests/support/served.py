@@ -24,6 +24,7 @@ from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from pipelines.steps import api_retry_policy
 from tests.support.clock import SessionClock
+from tests.support.privacy import with_raw_numbers
 
 
 @dataclass
@@ -43,13 +44,15 @@ class ServedSandbox:
         self.clock.freeze(self.sandbox)
 
     def env(self, data_dir: Path, key: str = DEFAULT_API_KEY) -> dict[str, str]:
-        """What a user exports to point `cdrhouse` at this API."""
-        return {
-            "CC_API_BASE_URL": self.base_url,
-            "CC_API_KEY": key,
-            "CDRHOUSE_DATA_DIR": str(data_dir),
-            "CDRHOUSE_START_DATE": self.first_day.isoformat(),
-        }
+        """What a user exports to point `cdrhouse` at this API (callers' numbers `raw`)."""
+        return with_raw_numbers(
+            {
+                "CC_API_BASE_URL": self.base_url,
+                "CC_API_KEY": key,
+                "CDRHOUSE_DATA_DIR": str(data_dir),
+                "CDRHOUSE_START_DATE": self.first_day.isoformat(),
+            }
+        )
 
     def api_total(self, day: date) -> int:
         """`metadata.total` of the CDR list for the day, asked over HTTP like any client."""

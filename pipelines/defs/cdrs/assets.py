@@ -2,7 +2,8 @@
 
 It pulls the day through the connector's parallel sub-window fetch, decodes each record once, and
 writes `raw_cdrs` and every typed CDR table as atomic lake partitions, computing the CDR checks as
-it writes (`pipelines.cdr_day`); memory stays flat in the size of the day.
+it writes (`pipelines.cdr_day`); memory stays flat in the size of the day. Callers' numbers land
+as the account's `ContactCenterResource.privacy()` says (README "Callers' privacy").
 """
 
 import time
@@ -114,16 +115,26 @@ def build_cdr_assets(
         begun = time.perf_counter()
         fetched = RAW_CDRS in selected
         if fetched:
+            contact_center.settings()  # no source: fail now, naming it first
             try:
-                stats, checks = land_day(contact_center, lake, context.log, partition, tables)
+                stats, checks = land_day(
+                    contact_center,
+                    lake,
+                    context.log,
+                    partition,
+                    tables,
+                    privacy=contact_center.privacy(),
+                )
             except ContactCenterError as exc:
                 raise api_failure(exc, partition=partition, api=contact_center) from exc
             except LakeSourceConflict as exc:
                 raise config_failure(str(exc), "LakeSourceConflict") from None
             api_total: int | None = stats.api_total
         else:
+            # No API call, but the typed tables land: the same rule for callers' numbers.
+            privacy = contact_center.privacy()
             try:
-                stats, checks = renormalize_day(lake, partition, tables)
+                stats, checks = renormalize_day(lake, partition, tables, privacy=privacy)
             except NoRawPartition as exc:
                 raise config_failure(str(exc), "NoRawPartition") from None
             api_total = None
@@ -169,7 +180,10 @@ def build_cdr_assets(
 
 
 RAW_DESCRIPTION = (
-    "Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them."
+    "Raw CDRs of one UTC day (`started_at` in [day, day+1)), exactly as the API sent them, "
+    "except under CDRHOUSE_PHONE_NUMBERS=token: there every from/to number and any other "
+    "number in the record, and a customer's channel identifier, username and display name, "
+    "are keyed tokens, and the SMS message is null (unless CDRHOUSE_SMS_BODIES=keep)."
 )
 _NORMALIZED_DESCRIPTIONS: Mapping[str, str] = {
     "cdrs": "The CDR fact table: common fields, from/to and user flattened, exact cost.",
