@@ -7,9 +7,8 @@ longer known). In each account of the lake (every one by default, `--account ID`
 the token goes on the forget-list and every partition holding it is rewritten without it.
 
 The number is never printed, logged or stored: only the token's first characters are shown.
-The key is `CDRHOUSE_PII_KEY`, as the ingest reads it. (Accounts do not name a key variable of
-their own yet: when `pipelines.accounts.Account` gains a `pii_key_env`, that variable is read
-for its account.)
+The key is the one the account's days landed under, as the ingest reads it: the variable its
+`pii_key_env` names in the accounts file, `CDRHOUSE_PII_KEY` otherwise.
 
 Like the module it is called from, only the standard library at module level: the parser is
 built for every `cdrhouse` command.
@@ -127,9 +126,8 @@ def _key_var(env: Mapping[str, str], account: str) -> str:
     """The variable holding the account's key: its own if the accounts file names one."""
     for configured in _configured(env):
         if configured.id == account:
-            own = getattr(configured, "pii_key_env", None)
-            if isinstance(own, str) and own:
-                return own
+            if configured.pii_key_env:
+                return configured.pii_key_env
     return PII_KEY_VAR
 
 
