@@ -210,6 +210,7 @@ class Pseudonymizer:
     _phones: dict[str, str] = field(default_factory=dict, repr=False)
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
+    _besides: dict[str, str] = field(default_factory=dict, repr=False)
 
     # -- values -----------------------------------------------------------------------------
 
@@ -246,6 +247,31 @@ class Pseudonymizer:
 
     # -- records ----------------------------------------------------------------------------
 
+    def _beside(self, number: str) -> str:
+        """The JSON text replacing a `from`/`to` number: its token (null if forgotten), its
+        country and calling code beside it."""
+        text = self._besides.get(number)
+        if text is None:
+            token = self.phone(number)
+            place, code = self._countries[token]
+            text = self._besides[number] = (
+                f'{_json(self._out(token))},"phone_country":{_json(place)},'
+                f'"phone_calling_code":{_json(code)}'
+            )
+        return text
+
+    def warm(self, frame: pl.DataFrame) -> None:
+        """Make the tokens of a page's numbers and names now (on a decoder thread), so that
+        `page` and `tables`, on the one writer thread, find them made."""
+        r = frame.get_column("r").struct
+        for side in SIDES:
+            end = r.field(side).struct
+            for v in _values(end.field("phone_number")):
+                self._beside(v)
+            account = end.field("channel_account").struct
+            for v in _values(account.field("identifier")):
+                self.identifier(v)
+
     def page(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Decoded rows (`warehouse.decode`, a row group of them) with `record` rewritten and
         `pii_forgotten` set; unchanged under `raw`.
@@ -273,14 +299,8 @@ class Pseudonymizer:
         for series in numbers.values():
             for v in _values(series):
                 if v not in beside:
-                    token = self.phone(v)
-                    place, code = self._countries[token]
-                    value = self._out(token)
-                    beside[v] = (
-                        f'{_json(value)},"phone_country":{_json(place)},'
-                        f'"phone_calling_code":{_json(code)}'
-                    )
-                    if value is None:
+                    beside[v] = self._beside(v)
+                    if self._out(self.phone(v)) is None:
                         gone.add(v)
         for key, series in texts.items():
             tokenize = self.identifier if key.endswith("identifier") else self.text
