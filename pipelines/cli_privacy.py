@@ -125,9 +125,8 @@ def _configured(env: Mapping[str, str]) -> tuple[Account, ...]:
 def _key_var(env: Mapping[str, str], account: str) -> str:
     """The variable holding the account's key: its own if the accounts file names one."""
     for configured in _configured(env):
-        if configured.id == account:
-            if configured.pii_key_env:
-                return configured.pii_key_env
+        if configured.id == account and configured.pii_key_env:
+            return configured.pii_key_env
     return PII_KEY_VAR
 
 
