@@ -329,6 +329,12 @@ class Pseudonymizer:
                 text, "message", message, pl.repeat("null", len(message), eager=True)
             )
         text = self._other_numbers(text, frame.get_column("known_keys"), gone)
+        # What the replacement missed goes by path: a value written otherwise than its JSON
+        # string under its key (a number sent as a JSON integer, spaces kept from an odd page).
+        check = pl.DataFrame({"t": text})
+        for series in (*numbers.values(), *texts.values()):
+            left = check.select(pl.col("t").str.contains(pl.lit(series), literal=True)).to_series()
+            slow = slow | left.fill_null(False)
         erased = pl.repeat(False, frame.height, eager=True)
         if gone:
             for series in (*numbers.values(), *texts.values()):
@@ -382,14 +388,17 @@ class Pseudonymizer:
                 end = rec.get(side)
                 if not isinstance(end, dict):
                     continue
-                if isinstance(end.get("phone_number"), str):
-                    token = self.phone(end["phone_number"])
+                if isinstance(end.get("phone_number"), str | int) and not isinstance(
+                    end["phone_number"], bool
+                ):
+                    token = self.phone(str(end["phone_number"]))
                     place, code = self._countries[token]
                     rec[side] = _beside(end, put(token), place, code)
                 account = rec[side].get("channel_account")
                 if isinstance(account, dict):
-                    if isinstance(account.get("identifier"), str):
-                        account["identifier"] = put(self.identifier(account["identifier"]))
+                    ident = account.get("identifier")
+                    if isinstance(ident, str | int) and not isinstance(ident, bool):
+                        account["identifier"] = put(self.identifier(str(ident)))
                     if isinstance(account.get("name_snapshot"), str):
                         account["name_snapshot"] = put(self.text(account["name_snapshot"]))
                     data = account.get("data")

@@ -151,3 +151,39 @@ def test_a_forgotten_token_becomes_null_and_flags_its_rows() -> None:
     cdrs = pz.tables(normalize_decoded(frame).tables(), erased)["cdrs"].sort("id")
     assert cdrs["from_phone_number"].to_list() == [None, phone_token(KEY, "4989777")]
     assert cdrs["pii_forgotten"].to_list() == [True, False]
+
+
+def test_a_number_written_otherwise_than_its_json_string_is_still_replaced() -> None:
+    """A broken server: the number as a JSON integer, and a page whose records keep their
+    spaces (an odd page is split byte for byte). The literal replacement misses both; the
+    check after it sends them by path."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    as_int = (
+        '{"id":"i1","type":"call","subtype":"inbound","disposition":"answered",'
+        '"from":{"type":"phone_number","phone_number":4915199988877},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z",'
+        '"data":{}}'
+    )
+    spaced = (
+        '{ "id" : "i2", "type" : "call", "subtype" : "inbound", "disposition" : "answered", '
+        '"from" : { "type" : "phone_number", "phone_number" : "4915199988877" }, '
+        '"to" : { "type" : "phone_number", "phone_number" : "4930123456" }, "user" : null, '
+        '"cost" : 0, "tags" : [ ], "started_at" : "2026-11-20T11:00:00.000Z", '
+        '"ended_at" : "2026-11-20T11:01:00.000Z", "data" : { } }'
+    )
+    canary = expected_token(KEY, 49, "15199988877")
+    for record in (as_int, spaced):
+        page = f'{{ "cdrs" : [ {record} ], "metadata" : {{ "total" : 1 }} }}'.encode()
+        pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+        frame = pz.page(decode_page_counted(page).frame)
+        text = frame["record"][0]
+        assert "4915199988877" not in text, text
+        assert "4930123456" not in text, text
+        assert canary in text, text
+        cdrs = pz.tables(normalize_decoded(frame).tables())["cdrs"]
+        assert cdrs["from_phone_number"].to_list() in ([canary], []), cdrs  # [] if quarantined
+        for name, table in pz.tables(normalize_decoded(frame).tables()).items():
+            assert "4915199988877" not in table.write_ndjson(), name
