@@ -36,6 +36,7 @@ Agents' names and emails are employee data and stay as they are.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -52,6 +53,7 @@ import polars as pl
 from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
 
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
+from warehouse.decode import BASE64_PREFIX
 
 PhoneNumbers = Literal["token", "raw"]
 SmsBodies = Literal["drop", "keep"]
@@ -312,6 +314,10 @@ class Pseudonymizer:
         # Records rewritten by path instead: an escaped character may spell a value
         # differently, and a customer named like the agent or a queue of the same record.
         slow = records.str.contains("\\", literal=True).fill_null(False)
+        # A record the typed decode could not read (it is quarantined) has no typed values to
+        # look for: by path too.
+        unread = frame.get_column("struct_reason").is_not_null() | r.field("id").is_null()
+        slow = slow | unread.fill_null(True)
         others = _other_names(r)
         for key, series in texts.items():
             if not key.endswith("identifier") and others:
@@ -371,6 +377,11 @@ class Pseudonymizer:
         """One record rewritten by path (the slow, exact way): (new text, anything erased)."""
         if text is None:
             return None, False
+        if text.startswith(BASE64_PREFIX):
+            # Not UTF-8 (kept as base64 of its bytes, quarantined): its digit runs still go.
+            raw = base64.b64decode(text[len(BASE64_PREFIX) :])
+            raw = _NUMBER_BYTES.sub(lambda m: self._token_bytes(m[0].decode()), raw)
+            return BASE64_PREFIX + base64.b64encode(raw).decode(), False
         try:
             rec = _DECODE.decode(text)
         except (msgspec.DecodeError, RecursionError):
@@ -439,6 +450,10 @@ class Pseudonymizer:
                 frame = self.sms(frame)
             out[name] = frame.with_columns(flag).select(landed(TABLES[name]).column_names)
         return out
+
+    def _token_bytes(self, number: str) -> bytes:
+        out = self._out(self.phone(number))
+        return (out or "").encode()
 
     def learn(self, group: pl.DataFrame) -> None:
         """The countries written beside the tokens of records read back from the lake."""
@@ -554,6 +569,8 @@ def _json(value: str | int | None) -> str:
 
 
 _NUMBER_STRINGS = re.compile(r'"(\+?[0-9]{7,15})"')
+# In a record's raw bytes (not UTF-8, so not JSON text either): a run of 7 to 15 digits.
+_NUMBER_BYTES = re.compile(rb"\+?(?<![0-9])[0-9]{7,15}(?![0-9])")
 
 
 def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int | None) -> Any:

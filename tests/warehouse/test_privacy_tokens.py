@@ -187,3 +187,45 @@ def test_a_number_written_otherwise_than_its_json_string_is_still_replaced() -> 
         assert cdrs["from_phone_number"].to_list() in ([canary], []), cdrs  # [] if quarantined
         for name, table in pz.tables(normalize_decoded(frame).tables()).items():
             assert "4915199988877" not in table.write_ndjson(), name
+
+
+def test_records_the_typed_decode_cannot_read_lose_numbers_and_names_too() -> None:
+    """Quarantined records keep their bytes, but not a customer's number or name: one whose
+    `data` is an array (no typed values: rewritten by path), one that is not UTF-8 (kept as
+    base64 of its bytes: its digit runs are replaced inside them)."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    bad_shape = (
+        b'{"id":"q1","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        b'"from":{"type":"channel_account","channel_account":{"id":"a1","channel":"whatsapp",'
+        b'"identifier":"4915199988877","data":{"name":"Eve Customer","username":"eve_c"},'
+        b'"name_snapshot":"Eve C.","deleted":false}},'
+        b'"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        b'"tags":[],"started_at":"2026-11-20T11:00:00.000Z","ended_at":"2026-11-20T11:05:00.000Z",'
+        b'"data":[1,2]}'
+    )
+    not_utf8 = (
+        b'{"id":"q2","type":"call","subtype":"inbound","disposition":"answered",'
+        b'"from":{"type":"phone_number","phone_number":"4915199988877"},'
+        b'"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        b'"tags":["\xff\xfe"],"started_at":"2026-11-20T10:00:00.000Z",'
+        b'"ended_at":"2026-11-20T10:01:00.000Z","data":{}}'
+    )
+    page = b'{"cdrs":[' + bad_shape + b"," + not_utf8 + b'],"metadata":{"total":2}}'
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    tables = pz.tables(normalize_decoded(frame).tables())
+    assert sorted(tables["cdr_quarantine"]["id"].to_list()) == ["q1", "q2"]
+    records = frame["record"].to_list()
+    import base64
+
+    assert records[1].startswith("base64:")
+    raw = base64.b64decode(records[1][len("base64:") :])
+    assert b"4915199988877" not in raw
+    assert expected_token(KEY, 49, "15199988877").encode() in raw
+    assert b"\xff\xfe" in raw  # the bytes that made it odd are kept
+    for secret in ("4915199988877", "Eve Customer", "eve_c", "Eve C."):
+        assert secret not in records[0], secret
+        for name, table in tables.items():
+            assert secret not in table.write_ndjson(), (secret, name)
