@@ -114,11 +114,8 @@ class DayWriter:
         rows: int = ROW_GROUP_ROWS,
         max_bytes: int = ROW_GROUP_BYTES,
         privacy: Pseudonymizer | None = None,
-        *,
-        from_lake: bool = False,
     ) -> None:
         self._privacy = privacy or Pseudonymizer(RAW)
-        self._from_lake = from_lake  # records read back from raw_cdrs (already rewritten)
         self._raw = raw
         self._tables = tables
         self._checks = checks
@@ -147,7 +144,7 @@ class DayWriter:
         frames, self._frames, self._held, self._bytes = self._frames, [], 0, 0
         group = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
         del frames
-        if self._from_lake:
+        if self._privacy.landed:  # records read back from raw_cdrs (already rewritten)
             self._privacy.learn(group)
         else:
             # Before anything of the group is written: its records lose the people's numbers
@@ -301,8 +298,7 @@ def land_day(
     source = contact_center.source_id
     stats = DayStats()
     checks = DayChecks(partition)
-    # The forget-list is read before the day is pulled: an erasure never lands again.
-    pz = Pseudonymizer(privacy, lake.forgotten() if privacy.tokens else frozenset())
+    pz = Pseudonymizer.for_lake(privacy, lake)
     with lake.writer(RAW_CDRS, key, source=source) as raw:
         try:
             with _table_writers(lake, key, tables, source) as writers:
@@ -350,8 +346,8 @@ def renormalize_day(
         with _table_writers(lake, key, tables, source) as writers:
             # The records were rewritten when they landed; the typed values follow them (and
             # the forget-list, if it grew since).
-            pz = Pseudonymizer(privacy, lake.forgotten() if privacy.tokens else frozenset())
-            day = DayWriter(None, writers, checks, stats, privacy=pz, from_lake=True)
+            pz = Pseudonymizer.for_lake(privacy, lake, landed=True)
+            day = DayWriter(None, writers, checks, stats, privacy=pz)
             for batch in lake.iter_batches(RAW_CDRS, key, rows=ROW_GROUP_ROWS):
                 stats.rows += batch.height
                 frame = with_decoded(batch)

@@ -54,6 +54,7 @@ from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, Phon
 
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
 from warehouse.decode import BASE64_PREFIX
+from warehouse.lake import Lake
 
 PhoneNumbers = Literal["token", "raw"]
 SmsBodies = Literal["drop", "keep"]
@@ -213,11 +214,20 @@ class Pseudonymizer:
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
     _besides: dict[str, str] = field(default_factory=dict, repr=False)
+    # The records are read back from `raw_cdrs`: their values are tokens already. Only then is
+    # a 64-hex value taken as a token (from the API, a name could be one, and would stay).
+    landed: bool = False
+
+    @classmethod
+    def for_lake(cls, policy: PrivacyPolicy, lake: Lake, *, landed: bool = False) -> Pseudonymizer:
+        """The tokenizer of a landing into `lake`: its forget-list is read now, before the
+        day is pulled, so an erasure never lands again."""
+        return cls(policy, lake.forgotten() if policy.tokens else frozenset(), landed=landed)
 
     # -- values -----------------------------------------------------------------------------
 
     def phone(self, value: str) -> str:
-        if is_token(value):
+        if self.landed and is_token(value):
             return value
         token = self._phones.get(value)
         if token is None:
@@ -228,7 +238,7 @@ class Pseudonymizer:
         return token
 
     def text(self, value: str) -> str:
-        if is_token(value):
+        if self.landed and is_token(value):
             return value
         token = self._texts.get(value)
         if token is None:
@@ -360,7 +370,6 @@ class Pseudonymizer:
             return text
         found = text.filter(unknown).str.extract_all(NUMBER_LITERAL).explode()
         values = {v[1:-1] for v in _values(found)} - {""}
-        values = {v for v in values if not is_token(v)}
         if not values:
             return text
         old, new = [], []
@@ -588,7 +597,7 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
 
 def _numbers_in(value: Any, replace: Any) -> Any:
     if isinstance(value, str):
-        return replace(value) if looks_like_number(value) and not is_token(value) else value
+        return replace(value) if looks_like_number(value) else value
     if isinstance(value, dict):
         return {k: _numbers_in(v, replace) for k, v in value.items()}
     if isinstance(value, list):

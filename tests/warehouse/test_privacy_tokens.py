@@ -229,3 +229,30 @@ def test_records_the_typed_decode_cannot_read_lose_numbers_and_names_too() -> No
         assert secret not in records[0], secret
         for name, table in tables.items():
             assert secret not in table.write_ndjson(), (secret, name)
+
+
+def test_a_customer_value_that_looks_like_a_token_is_still_replaced() -> None:
+    """A hostile or odd customer: a WhatsApp display name of 64 hex characters. From the API
+    it is a value like any other (only values read back from the lake are tokens already)."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    hexname = "ab" * 32
+    chat = (
+        '{"id":"h1","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"from":{"type":"channel_account","channel_account":{"id":"a1","channel":"whatsapp",'
+        f'"identifier":"eve-wa","data":{{"name":"{hexname}","username":"eve_c"}},'
+        '"name_snapshot":"Eve C.","deleted":false}},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T11:00:00.000Z","ended_at":"2026-11-20T11:05:00.000Z",'
+        '"data":{"channel":"whatsapp"}}'
+    )
+    page = f'{{"cdrs":[{chat}],"metadata":{{"total":1}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    assert hexname not in frame["record"][0]
+    tables = pz.tables(normalize_decoded(frame).tables())
+    name_token = hmac.new(KEY, f"text:{hexname}".encode(), hashlib.sha256).hexdigest()
+    assert tables["cdrs"]["from_account_name"].to_list() == [name_token]
+    for name, table in tables.items():
+        assert hexname not in table.write_ndjson(), name
