@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
 from connectors.sandbox import Sandbox
@@ -28,7 +27,7 @@ from connectors.sandbox.config import DEFAULT_API_KEY
 from tests.support.cli import clean_env, run_cdrhouse
 from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML
-from tests.support.sandboxes import make_sandbox
+from tests.support.sandboxes import make_sandbox, place_call
 from tests.support.secrets import SecretSearch
 
 CANARY = "4915199988877"
@@ -47,20 +46,6 @@ class Landed:
     home: Path
     env: dict[str, str]
     output: str
-
-
-def _place_call(base_url: str, sandbox: Sandbox, at: datetime) -> str:
-    agent = sandbox.dataset.users[0]["id"]
-    headers = {"Authorization": f"Bearer {DEFAULT_API_KEY}"}
-    with httpx.Client(base_url=f"{base_url}/api/v4", headers=headers, timeout=30) as api:
-        sandbox.clock.set(at)
-        started = api.post("/voice/calls", json={"phone_number": CANARY, "user_id": agent})
-        assert started.status_code == 201, started.text
-        call_id: str = started.json()["call"]["id"]
-        sandbox.clock.set(at + timedelta(minutes=3))
-        ended = api.post(f"/voice/calls/{call_id}/hangup", json={"user_id": agent})
-        assert ended.status_code == 200, ended.text
-    return call_id
 
 
 def _ingest(landed: Landed) -> str:
@@ -86,7 +71,7 @@ def landed(clock: SessionClock, tmp_path_factory: pytest.TempPathFactory) -> Ite
     home.mkdir()
     (home / "dagster.yaml").write_text(LOCAL_INSTANCE_YAML.read_text())
     with sandbox.serve() as handle:
-        call_id = _place_call(handle.base_url, sandbox, datetime.combine(day, time(9), UTC))
+        call_id = place_call(handle.base_url, sandbox, CANARY, datetime.combine(day, time(9), UTC))
         clock.freeze(sandbox)
         env = clean_env(
             CC_API_BASE_URL=handle.base_url,

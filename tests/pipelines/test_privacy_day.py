@@ -13,10 +13,9 @@ import hashlib
 import hmac
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from pathlib import Path
 
-import httpx
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -26,7 +25,7 @@ from pipelines.cdr_day import land_day, renormalize_day
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import SessionClock
 from tests.support.lake import one_row, warehouse
-from tests.support.sandboxes import make_sandbox
+from tests.support.sandboxes import make_sandbox, place_call
 from warehouse.lake import Lake
 from warehouse.privacy import PrivacyPolicy
 
@@ -35,26 +34,12 @@ KEY = b"canary-test-key-0123456789abcdef"
 TOKEN = hmac.new(KEY, CANARY.encode(), hashlib.sha256).hexdigest()
 
 
-def _place_call(base_url: str, sandbox: object, at: datetime) -> str:
-    agent = sandbox.dataset.users[0]["id"]  # type: ignore[attr-defined]
-    headers = {"Authorization": f"Bearer {DEFAULT_API_KEY}"}
-    with httpx.Client(base_url=f"{base_url}/api/v4", headers=headers, timeout=30) as api:
-        sandbox.clock.set(at)  # type: ignore[attr-defined]
-        started = api.post("/voice/calls", json={"phone_number": CANARY, "user_id": agent})
-        assert started.status_code == 201, started.text
-        call_id: str = started.json()["call"]["id"]
-        sandbox.clock.set(at + timedelta(minutes=2))  # type: ignore[attr-defined]
-        ended = api.post(f"/voice/calls/{call_id}/hangup", json={"user_id": agent})
-        assert ended.status_code == 200, ended.text
-    return call_id
-
-
 @pytest.fixture(scope="module")
 def landed(clock: SessionClock, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     day = clock.days_ago(2)
     sandbox = make_sandbox(start_date=day, days=1, cdrs_per_day=600, now=clock.now)
     with sandbox.serve() as handle:
-        call_id = _place_call(handle.base_url, sandbox, datetime.combine(day, time(9), UTC))
+        call_id = place_call(handle.base_url, sandbox, CANARY, datetime.combine(day, time(9), UTC))
         clock.freeze(sandbox)
         data_dir = tmp_path_factory.mktemp("privacy")
         lake = Lake(str(data_dir / "lake"))

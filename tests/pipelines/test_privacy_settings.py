@@ -43,10 +43,9 @@ from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.runs import run_failing_at_once
 from tests.support.secrets import SecretSearch
 from tests.support.served import ServedSandbox
+from warehouse.privacy import PHONE_NUMBERS_VAR, PII_KEY_VAR, SMS_BODIES_VAR
 
-NUMBERS = "CDRHOUSE_PHONE_NUMBERS"
-KEY_VAR = "CDRHOUSE_PII_KEY"
-BODIES = "CDRHOUSE_SMS_BODIES"
+NUMBERS, KEY_VAR, BODIES = PHONE_NUMBERS_VAR, PII_KEY_VAR, SMS_BODIES_VAR
 # A key as an operator would mount it: long, random-looking, searchable (SecretSearch).
 KEY = "pii-k3y-7f1c9a0e5b2d4c8e9a1b3c5d7e9f0a2b"
 # A value a user could paste into the wrong variable: it must never be echoed.

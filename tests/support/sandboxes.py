@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
+
+import httpx
 
 from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY
@@ -39,3 +41,19 @@ def make_sandbox(
     if now is not None:
         sandbox.clock.set(now)
     return sandbox
+
+
+def place_call(base_url: str, sandbox: Sandbox, number: str, at: datetime, minutes: int = 3) -> str:
+    """A call from the first agent to `number`, started through the API at `at` (the
+    sandbox's clock) and hung up `minutes` later: a call CDR whose started_at is `at`."""
+    agent = sandbox.dataset.users[0]["id"]
+    headers = {"Authorization": f"Bearer {DEFAULT_API_KEY}"}
+    with httpx.Client(base_url=f"{base_url}/api/v4", headers=headers, timeout=30) as api:
+        sandbox.clock.set(at)
+        started = api.post("/voice/calls", json={"phone_number": number, "user_id": agent})
+        assert started.status_code == 201, started.text
+        call_id: str = started.json()["call"]["id"]
+        sandbox.clock.set(at + timedelta(minutes=minutes))
+        ended = api.post(f"/voice/calls/{call_id}/hangup", json={"user_id": agent})
+        assert ended.status_code == 200, ended.text
+    return call_id

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,32 +86,37 @@ def as_text(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def holding(lake: Lake, token: str) -> dict[str, set[tuple[str, str]]]:
-    """Per table: the (partition, id) of every row with `token` in any column."""
+def _rows(
+    lake: Lake, where: Callable[[pl.DataFrame], pl.Series | None]
+) -> dict[str, set[tuple[str, str]]]:
+    """Per table: the (partition, id) of every row `where` picks in its partition."""
     out: dict[str, set[tuple[str, str]]] = {}
     for table in PERSON_TABLES:
         out[table] = set()
         for key in lake.partitions(table):
             frame = lake.read(table, key)
             assert frame is not None
-            hit = as_text(frame).select(
-                pl.any_horizontal(pl.all().str.contains(token, literal=True)).fill_null(False)
-            )
-            out[table] |= {(key, i) for i in frame.filter(hit.to_series())["id"]}
+            picked = where(frame)
+            if picked is not None:
+                out[table] |= {(key, i) for i in frame.filter(picked)["id"]}
     return out
+
+
+def holding(lake: Lake, token: str) -> dict[str, set[tuple[str, str]]]:
+    """Per table: the (partition, id) of every row with `token` in any column."""
+    return _rows(
+        lake,
+        lambda frame: (
+            as_text(frame)
+            .select(pl.any_horizontal(pl.all().str.contains(token, literal=True)).fill_null(False))
+            .to_series()
+        ),
+    )
 
 
 def flagged(lake: Lake) -> dict[str, set[tuple[str, str]]]:
     """Per table: the (partition, id) of every row whose `pii_forgotten` is true."""
-    out: dict[str, set[tuple[str, str]]] = {}
-    for table in PERSON_TABLES:
-        out[table] = set()
-        for key in lake.partitions(table):
-            frame = lake.read(table, key)
-            assert frame is not None
-            if FORGOTTEN in frame.columns:
-                out[table] |= {(key, i) for i in frame.filter(pl.col(FORGOTTEN))["id"]}
-    return out
+    return _rows(lake, lambda frame: frame[FORGOTTEN] if FORGOTTEN in frame.columns else None)
 
 
 def digests(root: Path) -> dict[str, str]:
