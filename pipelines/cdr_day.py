@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -125,19 +125,34 @@ class DayWriter:
         self._frames: list[pl.DataFrame] = []
         self._held = 0
         self._bytes = 0
+        self._ahead: ThreadPoolExecutor | None = None
+        self._pending: tuple[Future[pl.DataFrame], bool] | None = None
 
     def add(self, frame: pl.DataFrame) -> None:
         size = int(frame.estimated_size())
         if self._frames and self._bytes + size > self._max_bytes:
-            self.flush()  # the group so far, without this frame
+            self._cut()  # the group so far, without this frame
         self._frames.append(frame)
         self._held += frame.height
         self._bytes += size
         del frame  # the group holds it: flushed, its buffers can go
         if self._held >= self._rows or self._bytes >= self._max_bytes:
-            self.flush()
+            self._cut()
 
     def flush(self) -> None:
+        """Write every row group held so far."""
+        self._cut()
+        self._drain()
+
+    def close(self) -> None:
+        """Stop the privacy thread (a group it still holds is dropped: the day failed)."""
+        if self._ahead is not None:
+            self._ahead.shutdown(wait=True, cancel_futures=True)
+            self._ahead, self._pending = None, None
+
+    def _cut(self) -> None:
+        """The group held so far is complete: it is written now, or, under `token`, its
+        records are rewritten on the privacy thread while the previous group is written."""
         if not self._frames:
             return
         big = self._bytes >= BIG_GROUP_BYTES
@@ -146,11 +161,26 @@ class DayWriter:
         del frames
         if self._privacy.landed:  # records read back from raw_cdrs (already rewritten)
             self._privacy.learn(group)
-        else:
-            # Before anything of the group is written: its records lose the people's numbers
-            # and names here (a row group at a time: the fixed cost per call is paid 5,000
-            # rows at a time, not per page).
-            group = self._privacy.page(group)
+        elif self._privacy.policy.tokens:
+            # Before anything of the group is written, its records and values lose the
+            # people's numbers and names (`Pseudonymizer.page`), on a thread of its own: the
+            # rewrite of a group overlaps the write of the one before it (one group ahead).
+            if self._ahead is None:
+                self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-privacy")
+            paged = self._ahead.submit(self._privacy.page, group)
+            del group
+            self._drain()
+            self._pending = (paged, big)
+            return
+        self._write(group, big)
+
+    def _drain(self) -> None:
+        if self._pending is not None:
+            paged, big = self._pending
+            self._pending = None
+            self._write(paged.result(), big)
+
+    def _write(self, group: pl.DataFrame, big: bool) -> None:
         if self._raw is not None:
             raw = group.select(c for c in RAW_COLUMNS if c in group.columns)
             self._raw.write(raw)
@@ -308,8 +338,11 @@ def land_day(
                     checks.receive(frame)  # before any row group's dedupe
                     day.add(frame)
 
-                asyncio.run(pull_day(contact_center, log, partition, receive, stats, pz))
-                day.flush()
+                try:
+                    asyncio.run(pull_day(contact_center, log, partition, receive, stats, pz))
+                    day.flush()
+                finally:
+                    day.close()
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
         except Withheld:

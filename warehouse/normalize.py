@@ -35,6 +35,7 @@ from models.tables import (
     CDR_QUARANTINE,
     CDR_SMS,
     CDRS,
+    PARTY_COLUMNS,
     TableSpec,
     cdr_table_specs,
 )
@@ -254,7 +255,11 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
         )
         raw = pl.concat([with_id, raw.filter(pl.col("id").is_null())])
     extra, data_extra = _extras(raw["record"], raw["type"], raw["known_keys"], plan)
+    # The numbers' countries, when the privacy stage put them beside the record (its
+    # `Pseudonymizer.page`, before the numbers became tokens): on to `cdrs`.
+    beside = [c.name for c in PARTY_COLUMNS if c.name in raw.columns]
     df = raw.select(
+        *beside,
         "record",
         "started_at_raw",
         "r",
@@ -279,7 +284,7 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     # `data` JSON only for rows of an unknown type: the others are null before the JSON path.
     data_json = pl.when(known).then(None).otherwise(pl.col("record")).str.json_path_match("$.data")
     cdrs = ok.with_columns(pl.when(known).then(None).otherwise(data_json).alias("data")).select(
-        cdrs_spec.column_names
+        *cdrs_spec.column_names, *beside
     )
     quarantine = bad.select(
         pl.coalesce(

@@ -57,6 +57,45 @@ def test_one_number_written_any_way_has_one_token(
         assert place == region
 
 
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from(_EXAMPLES),
+    st.sampled_from(["{cc}{n}", "+{cc}{n}", "00{cc}{n}", "+{cc} {n}", "{cc}0{n}"]),
+    st.binary(min_size=16, max_size=100),
+)
+def test_a_row_group_gets_the_same_tokens_and_countries_as_one_number(
+    example: tuple[str, int, str], form: str, key: bytes
+) -> None:
+    """`Pseudonymizer.page` (the day step's path: the usual number read without phonenumbers,
+    the key's pads hashed once) agrees with `phone_token` and `country`, for any written form,
+    a trunk 0 after the code included, and keys longer than HMAC's block."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    _, cc, national = example
+    written = form.format(cc=cc, n=national)
+    call = (
+        '{"id":"c1","type":"call","subtype":"inbound","disposition":"answered",'
+        f'"from":{{"type":"phone_number","phone_number":"{written}"}},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T10:00:00.000Z",'
+        '"ended_at":"2026-11-20T10:01:00.000Z","data":{"durations":{"overall":60}}}'
+    )
+    page = f'{{"cdrs":[{call}],"metadata":{{"total":1}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", key))
+    frame = pz.page(decode_page_counted(page).frame)
+    token = hmac.new(key, e164_digits(written).encode(), hashlib.sha256).hexdigest()
+    assert token == phone_token(key, written)
+    place, code = country(e164_digits(written))
+    record = frame["record"][0]
+    assert written not in record
+    assert f'"phone_number":"{token}","phone_country":' in record
+    cdrs = pz.tables(normalize_decoded(frame).tables())["cdrs"]
+    assert cdrs["from_phone_number"].to_list() == [token]
+    assert cdrs["from_phone_country"].to_list() == [place]
+    assert cdrs["from_phone_calling_code"].to_list() == [code]
+
+
 def test_a_token_depends_on_the_key_and_is_lowercase_hex() -> None:
     one = phone_token(KEY, "+4915112345678")
     assert one == expected_token(KEY, 49, "15112345678")
