@@ -327,36 +327,42 @@ class Pseudonymizer:
         forgotten = self.forgotten
         records = frame.get_column("record")
         text = records
+        countries: list[pl.Series] = []
         for name in present:
             key = _VALUE_PATHS[name][-1]
             column = values.get_column(name)
-            made: dict[str, str | None] = {}
-            besides: dict[str, str] = {}
-            number = name in _NUMBER_VALUES
+            listed = column.to_list()
+            if name in _NUMBER_VALUES:
+                # In (nearly) every record: each row's own number, split on and joined with
+                # its replacement (made on the decoder threads, `warm`).
+                known = self._numbers.get
+                made = [v if v is None else known(v) or self._number(v) for v in listed]
+                tokens = [m and m[0] for m in made]
+                besides = [m and m[3] for m in made]
+                if forgotten:
+                    for i, m in enumerate(made):
+                        if m is not None and m[0] in forgotten:
+                            gone.add(listed[i])
+                            tokens[i] = None
+                            besides[i] = "null" + m[3][66:]  # the token, quotes included
+                outs[name] = pl.Series(name, tokens, pl.String())
+                side = _VALUE_PATHS[name][0]
+                countries += [
+                    pl.Series(f"{side}_phone_country", [m and m[1] for m in made], pl.String()),
+                    pl.Series(f"{side}_phone_calling_code", [m and m[2] for m in made], pl.Int64()),
+                ]
+                text = _replace_each(text, key, column, pl.Series(besides, dtype=pl.String()))
+                continue
+            out: dict[str, str | None] = {}
             for v in column.drop_nulls().unique().to_list():
-                if number:
-                    entry = self._numbers.get(v) or self._number(v)
-                    token, beside = entry[0], entry[3]
-                else:
-                    token = self._identifier(v) if name in _IDENT_VALUES else self.text(v)
-                    beside = f'"{token}"'
+                token = self._identifier(v) if name in _IDENT_VALUES else self.text(v)
+                out[v] = token
                 if forgotten and token in forgotten:
                     gone.add(v)
-                    made[v] = None
-                    beside = "null" + beside[66:]  # the token's 66 characters, quotes included
-                else:
-                    made[v] = token
-                if number:
-                    besides[v] = beside
-                elif v not in others or name not in _NAME_VALUES:
-                    pairs[f'"{key}":"{v}"'] = f'"{key}":{beside}'
-            listed = column.to_list()
-            outs[name] = pl.Series(name, [made.get(v) for v in listed], pl.String())
-            if number:  # in (nearly) every record: each row's own value, split on and joined
-                beside_of = besides.get
-                text = _replace_each(
-                    text, key, column, pl.Series([beside_of(v) for v in listed], dtype=pl.String())
-                )
+                    out[v] = None
+                if v not in others or name not in _NAME_VALUES:
+                    pairs[f'"{key}":"{v}"'] = f'"{key}":{_json(out[v])}'
+            outs[name] = pl.Series(name, [out.get(v) for v in listed], pl.String())
         drop = self.policy.sms_bodies == "drop"
         if drop:
             for message in values.get_column("_message").drop_nulls().unique().to_list():
@@ -404,14 +410,13 @@ class Pseudonymizer:
             redone = [self.record(records[i]) for i in by_path]
             text = text.scatter(by_path, [t for t, _ in redone])
             erased = erased.scatter(by_path, [e for _, e in redone])
-        countries = []
         for side in SIDES:
-            numbers = values.get_column(f"{side}.phone_number").to_list()
-            made_ = [self._numbers.get(v) if v is not None else None for v in numbers]
-            countries += [
-                pl.Series(f"{side}_phone_country", [m and m[1] for m in made_], pl.String()),
-                pl.Series(f"{side}_phone_calling_code", [m and m[2] for m in made_], pl.Int64()),
-            ]
+            if f"{side}.phone_number" not in present:
+                countries += [
+                    pl.repeat(None, frame.height, dtype=c.dtype, eager=True).alias(c.name)
+                    for c in PARTY_COLUMNS
+                    if c.name.startswith(f"{side}_")
+                ]
         return frame.with_columns(
             text.alias("record"),
             erased.alias(FORGOTTEN),
