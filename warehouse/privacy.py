@@ -237,6 +237,7 @@ def looks_like_number(text: str) -> bool:
 
 # A number's token, country, calling code, and JSON text under `phone_number`.
 _Number = tuple[str, str | None, int | None, str]
+_NUMBERS_HELD = 50_000  # numbers (and names) a landing keeps made (~20 MB); more are made again
 
 
 @dataclass
@@ -278,6 +279,8 @@ class Pseudonymizer:
             return value
         token = self._texts.get(value)
         if token is None:
+            if len(self._texts) >= _NUMBERS_HELD:
+                self._texts.clear()
             token = self._texts[value] = text_token(self.policy.key, value)
         return token
 
@@ -446,6 +449,8 @@ class Pseudonymizer:
             digits = e164_digits(value)
             place, number = country(digits)
         token = _keyed(self.policy.key).hex(digits)
+        if len(self._numbers) >= _NUMBERS_HELD:
+            self._numbers.clear()  # a day of new callers each: memory stays bounded
         made = self._numbers[value] = (
             token,
             place,
