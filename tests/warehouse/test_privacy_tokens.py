@@ -295,3 +295,37 @@ def test_a_customer_value_that_looks_like_a_token_is_still_replaced() -> None:
     assert tables["cdrs"]["from_account_name"].to_list() == [name_token]
     for name, table in tables.items():
         assert hexname not in table.write_ndjson(), name
+
+
+def test_a_customer_named_like_an_agent_of_another_record_leaves_the_agent_named() -> None:
+    """A group's names are replaced in one pass over all its records: a customer who shares
+    an agent's name (the agent of another record) must not rename that agent."""
+    from warehouse.decode import decode_page_counted
+
+    # Sam Lee is the agent of the first conversation and the customer of the second.
+    agent = (
+        '{"id":"a1","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"from":{"type":"channel_account","channel_account":{"id":"c0","channel":"whatsapp",'
+        '"identifier":"eve-wa","data":{"name":"Eve","username":"eve"},'
+        '"name_snapshot":"Eve","deleted":false}},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},'
+        '"user":{"id":"u1","name":"Sam Lee","email":"sam@cc.example","name_snapshot":"Sam Lee",'
+        '"deleted":false},"cost":0,"tags":[],"started_at":"2026-11-20T10:00:00.000Z",'
+        '"ended_at":"2026-11-20T10:01:00.000Z","data":{"channel":"whatsapp"}}'
+    )
+    chat = (
+        '{"id":"a2","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"from":{"type":"channel_account","channel_account":{"id":"c1","channel":"whatsapp",'
+        '"identifier":"sam-wa","data":{"name":"Sam Lee","username":"Sam Lee"},'
+        '"name_snapshot":"Sam Lee","deleted":false}},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T11:00:00.000Z","ended_at":"2026-11-20T11:05:00.000Z",'
+        '"data":{"channel":"whatsapp"}}'
+    )
+    page = f'{{"cdrs":[{agent},{chat}],"metadata":{{"total":2}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    records = pz.page(decode_page_counted(page).frame)["record"].to_list()
+    token = hmac.new(KEY, b"text:Sam Lee", hashlib.sha256).hexdigest()
+    assert '"name":"Sam Lee","email":"sam@cc.example","name_snapshot":"Sam Lee"' in records[0]
+    assert "Sam Lee" not in records[1]
+    assert records[1].count(f'"{token}"') == 3  # name, username and name snapshot
