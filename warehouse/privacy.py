@@ -329,7 +329,9 @@ class Pseudonymizer:
         gone: set[str] = set()  # values whose token is forgotten
         forgotten = self.forgotten
         records = frame.get_column("record")
-        text = records
+        # A copy: `scatter` changes a Series in place, and the path below reads `records` as
+        # the API sent them.
+        text = records.clone()
         countries: list[pl.Series] = []
         for name in present:
             key = _VALUE_PATHS[name][-1]

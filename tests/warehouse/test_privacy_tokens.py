@@ -329,3 +329,39 @@ def test_a_customer_named_like_an_agent_of_another_record_leaves_the_agent_named
     assert '"name":"Sam Lee","email":"sam@cc.example","name_snapshot":"Sam Lee"' in records[0]
     assert "Sam Lee" not in records[1]
     assert records[1].count(f'"{token}"') == 3  # name, username and name snapshot
+
+
+def test_a_record_rewritten_by_path_starts_from_the_record_as_the_api_sent_it() -> None:
+    """A record that goes by path (here: an escaped quote in its summary) is rewritten from
+    its original text, not from the half-replaced one of the vectorized pass: its number
+    gets the number's token and country, not the token of a token."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    call = (
+        '{"id":"p1","type":"call","subtype":"inbound","disposition":"answered",'
+        '"from":{"type":"phone_number","phone_number":"4915199988877"},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z",'
+        '"data":{"summary":"said \\"hi\\"","durations":{"overall":60}}}'
+    )
+    chat = (  # a record without a number, so the number pass touches only some rows
+        '{"id":"p2","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"from":{"type":"channel_account","channel_account":{"id":"c1","channel":"whatsapp",'
+        '"identifier":"eve-wa","data":{"name":"Eve","username":"eve"},'
+        '"name_snapshot":"Eve","deleted":false}},'
+        '"to":{"type":"channel_account","channel_account":{"id":"c2","channel":"whatsapp",'
+        '"identifier":"cc-wa","data":{"name":"Sales","username":"sales"},'
+        '"name_snapshot":"Sales","deleted":false}},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T11:00:00.000Z","ended_at":"2026-11-20T11:05:00.000Z",'
+        '"data":{"channel":"whatsapp"}}'
+    )
+    page = f'{{"cdrs":[{call},{chat}],"metadata":{{"total":2}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    canary = expected_token(KEY, 49, "15199988877")
+    record = frame["record"][0]
+    assert f'"phone_number":"{canary}","phone_country":"DE","phone_calling_code":49' in record
+    assert '"summary":"said \\"hi\\""' in record
+    cdrs = pz.tables(normalize_decoded(frame).tables())["cdrs"].sort("id")
+    assert cdrs["from_phone_number"].to_list() == [canary, None]
