@@ -333,6 +333,7 @@ class Pseudonymizer:
         # the API sent them.
         text = records.clone()
         countries: list[pl.Series] = []
+        numbers: dict[str, pl.Series] = {}  # each row's replacement of its number, per side
         for name in present:
             key = _VALUE_PATHS[name][-1]
             column = values.get_column(name)
@@ -356,7 +357,7 @@ class Pseudonymizer:
                     pl.Series(f"{side}_phone_country", [m and m[1] for m in made], pl.String()),
                     pl.Series(f"{side}_phone_calling_code", [m and m[2] for m in made], pl.Int64()),
                 ]
-                text = _replace_each(text, key, column, pl.Series(besides, dtype=pl.String()))
+                numbers[name] = pl.Series(besides, dtype=pl.String())
                 continue
             out: dict[str, str | None] = {}
             for v in column.drop_nulls().unique().to_list():
@@ -368,6 +369,9 @@ class Pseudonymizer:
                 if v not in others or name not in _NAME_VALUES:
                     pairs[f'"{key}":"{v}"'] = f'"{key}":{_json(out[v])}'
             outs[name] = pl.Series(name, [out.get(v) for v in listed], pl.String())
+        text = _replace_numbers(
+            text, {n: values.get_column(n) for n in numbers}, numbers, _NUMBER_VALUES
+        )
         drop = self.policy.sms_bodies == "drop"
         if drop:
             for message in values.get_column("_message").drop_nulls().unique().to_list():
@@ -657,6 +661,67 @@ class Pseudonymizer:
         return frame
 
 
+def _replace_numbers(
+    text: pl.Series,
+    values: Mapping[str, pl.Series],
+    replacements: Mapping[str, pl.Series],
+    sides: tuple[str, ...],
+) -> pl.Series:
+    """Each row's `from` and `to` numbers replaced (`values` -> `replacements`, by side). The
+    usual record holds `"phone_number":"` twice, `from`'s then `to`'s: it is split once on
+    that constant text and joined again around the replacements, checked row by row to be
+    each side's value; any other row goes by `_replace_each`, one side at a time."""
+    if tuple(values) != sides:  # one side has no number in any row
+        for name, column in values.items():
+            text = _replace_each(text, _PHONE_KEY, column, replacements[name])
+        return text
+    first, second = sides
+    key = f'"{_PHONE_KEY}":"'
+    parts = pl.col("t").str.split(key)
+    frame = pl.DataFrame(
+        {"t": text, "a": values[first], "b": values[second]}
+        | {"ra": replacements[first], "rb": replacements[second]}
+    )
+    both = (
+        frame.lazy()
+        .with_columns(
+            parts.list.len().alias("n"),
+            *(parts.list.get(i, null_on_oob=True).alias(f"p{i}") for i in range(3)),
+        )
+        .select(
+            pl.when(
+                (pl.col("n") == 3)  # the two keys split the record in three
+                & pl.col("p1").str.starts_with(pl.col("a") + pl.lit('"'))
+                & pl.col("p2").str.starts_with(pl.col("b") + pl.lit('"'))
+            ).then(
+                pl.concat_str(
+                    "p0",
+                    pl.lit(f'"{_PHONE_KEY}":'),
+                    "ra",
+                    pl.col("p1").str.slice(pl.col("a").str.len_chars() + 1),
+                    pl.lit(f'"{_PHONE_KEY}":'),
+                    "rb",
+                    pl.col("p2").str.slice(pl.col("b").str.len_chars() + 1),
+                )
+            )
+        )
+        .collect()
+        .to_series()
+    )
+    rest = both.is_null().arg_true()
+    if rest.is_empty():
+        return both
+    others = text.gather(rest)
+    for name in sides:
+        others = _replace_each(
+            others, _PHONE_KEY, values[name].gather(rest), replacements[name].gather(rest)
+        )
+    return both.scatter(rest, others)
+
+
+_PHONE_KEY = "phone_number"
+
+
 def _replace_each(
     text: pl.Series, key: str, values: pl.Series, replacements: pl.Series
 ) -> pl.Series:
@@ -677,7 +742,7 @@ def _replace_each(
         .str.split(pl.concat_str(pl.lit(f'"{key}":"'), pl.col("v"), pl.lit('"')))
         .list.join(pl.concat_str(pl.lit(f'"{key}":'), pl.col("r")))
     ).to_series()
-    return done if dense else text.scatter(rows, done)
+    return done if dense else text.clone().scatter(rows, done)  # `text` stays as it was
 
 
 # The customer's values in a decoded row (`r`), by the name `Pseudonymizer.page` gives them;

@@ -365,3 +365,33 @@ def test_a_record_rewritten_by_path_starts_from_the_record_as_the_api_sent_it() 
     assert '"summary":"said \\"hi\\""' in record
     cdrs = pz.tables(normalize_decoded(frame).tables())["cdrs"].sort("id")
     assert cdrs["from_phone_number"].to_list() == [canary, None]
+
+
+def test_numbers_are_replaced_whatever_the_order_of_from_and_to() -> None:
+    """The usual record names `from` before `to`; one that names `to` first (or the same
+    number on both sides) gets each side's own token all the same."""
+    from warehouse.decode import decode_page_counted
+
+    def call(cdr_id: str, first: str, second: str) -> str:
+        return (
+            f'{{"id":"{cdr_id}","type":"call","subtype":"inbound","disposition":"answered",'
+            f"{first},{second},"
+            '"user":null,"cost":0,"tags":[],"started_at":"2026-11-20T10:00:00.000Z",'
+            '"ended_at":"2026-11-20T10:01:00.000Z","data":{"durations":{"overall":60}}}'
+        )
+
+    caller = '"from":{"type":"phone_number","phone_number":"4915199988877"}'
+    center = '"to":{"type":"phone_number","phone_number":"4930123456"}'
+    same = '"to":{"type":"phone_number","phone_number":"4915199988877"}'
+    records = [call("o1", caller, center), call("o2", center, caller), call("o3", caller, same)]
+    page = f'{{"cdrs":[{",".join(records)}],"metadata":{{"total":3}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    out = pz.page(decode_page_counted(page).frame)["record"].to_list()
+    mobile = expected_token(KEY, 49, "15199988877")
+    office = expected_token(KEY, 49, "30123456")
+    for record in out:
+        assert "4915199988877" not in record
+        assert "4930123456" not in record
+    assert out[0].index(mobile) < out[0].index(office)
+    assert out[1].index(office) < out[1].index(mobile)
+    assert out[2].count(f'"phone_number":"{mobile}","phone_country":"DE"') == 2
