@@ -237,7 +237,7 @@ def looks_like_number(text: str) -> bool:
 
 # A number's token, country, calling code, and JSON text under `phone_number`.
 _Number = tuple[str, str | None, int | None, str]
-_NUMBERS_HELD = 50_000  # numbers (and names) a landing keeps made (~20 MB); more are made again
+_NUMBERS_HELD = 30_000  # numbers (names) a landing keeps made, twice (~25 MB); older: made again
 
 
 @dataclass
@@ -251,6 +251,7 @@ class Pseudonymizer:
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
     _numbers: dict[str, _Number] = field(default_factory=dict, repr=False)
+    _numbers_before: dict[str, _Number] = field(default_factory=dict, repr=False)
     # The records are read back from `raw_cdrs`: their values are tokens already. Only then is
     # a 64-hex value taken as a token (from the API, a name could be one, and would stay).
     landed: bool = False
@@ -291,7 +292,7 @@ class Pseudonymizer:
         """Country and calling code of a number, or of a token this landing made."""
         if is_token(value):
             return self._countries.get(value, (None, None))
-        made = self._numbers.get(value) or self._number(value)
+        made = self._made(value)
         return made[1], made[2]
 
     def _out(self, token: str) -> str | None:
@@ -341,8 +342,8 @@ class Pseudonymizer:
             if name in _NUMBER_VALUES:
                 # In (nearly) every record: each row's own number, split on and joined with
                 # its replacement (made on the decoder threads, `warm`).
-                known = self._numbers.get
-                made = [v if v is None else known(v) or self._number(v) for v in listed]
+                known, make = self._numbers.get, self._made
+                made = [v if v is None else known(v) or make(v) for v in listed]
                 tokens = [m and m[0] for m in made]
                 besides = [m and m[3] for m in made]
                 if forgotten:
@@ -435,8 +436,11 @@ class Pseudonymizer:
 
     def _identifier(self, value: str) -> str:
         if looks_like_number(value):
-            return (self._numbers.get(value) or self._number(value))[0]
+            return self._made(value)[0]
         return self.text(value)
+
+    def _made(self, value: str) -> _Number:
+        return self._numbers.get(value) or self._numbers_before.get(value) or self._number(value)
 
     def _number(self, value: str) -> _Number:
         """`value`'s token, country, calling code, and the JSON text that replaces it under
@@ -456,13 +460,13 @@ class Pseudonymizer:
             place, number = country(digits)
         token = _keyed(self.policy.key).hex(digits)
         if len(self._numbers) >= _NUMBERS_HELD:
-            self._numbers.clear()  # a day of new callers each: memory stays bounded
-        made = self._numbers[value] = (
-            token,
-            place,
-            number,
-            f'"{token}","phone_country":{_json(place)},"phone_calling_code":{_json(number)}',
-        )
+            # A day of new callers each: memory stays bounded, and the numbers made last
+            # (a page keyed, its group not yet rewritten) are kept.
+            self._numbers_before, self._numbers = self._numbers, {}
+        # An ISO code and an int: JSON as they are (`_json` would check what they are).
+        beside = f'"{token}","phone_country":' + (f'"{place}"' if place else "null")
+        beside += ',"phone_calling_code":' + ("null" if number is None else str(number))
+        made = self._numbers[value] = (token, place, number, beside)
         return made
 
     def warm(self, frame: pl.DataFrame) -> None:
@@ -470,12 +474,11 @@ class Pseudonymizer:
         so that `page`, on the one writer thread, finds them made."""
         if not self.policy.tokens:
             return
-        r = frame.get_column("r").struct
-        known = self._numbers
-        for side in SIDES:
-            for v in r.field(side).struct.field("phone_number").drop_nulls().unique().to_list():
-                if v not in known:
-                    self._number(v)
+        numbers = frame.select(_at(p).alias(p[0]) for p in _NUMBER_PATHS)
+        for column in numbers.get_columns():
+            for v in set(column.to_list()):
+                if v is not None:
+                    self._made(v)
 
     def _tokens_in_r(self, dtype: Any, outs: Mapping[str, pl.Series]) -> pl.Expr:
         """`r` with each value (`outs`: per row, its token or null) replaced, and the SMS
@@ -762,6 +765,7 @@ _VALUE_PATHS: dict[str, tuple[str, ...]] = {
     },
 }
 _NUMBER_VALUES = tuple(n for n in _VALUE_PATHS if n.endswith(".phone_number"))
+_NUMBER_PATHS = tuple(_VALUE_PATHS[n] for n in _NUMBER_VALUES)
 _IDENT_VALUES = tuple(n for n in _VALUE_PATHS if n.endswith(".identifier"))
 _NAME_VALUES = tuple(n for n in _VALUE_PATHS if n not in _NUMBER_VALUES + _IDENT_VALUES)
 
