@@ -147,7 +147,8 @@ def _exact(records: pa.StructArray) -> bool:
                 return False
         elif pa.types.is_float64(kind):
             values = pa.concat_arrays(arrays)
-            if not pc.all(pc.is_finite(values)).as_py():
+            # min_count=0: no value (an empty page, a leaf null everywhere) is no inexact one.
+            if not pc.all(pc.is_finite(values), min_count=0).as_py():
                 return False
             if pc.any(pc.equal(values.view(pa.int64()), _NEGATIVE_ZERO_BITS)).as_py():
                 return False

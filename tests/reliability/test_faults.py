@@ -110,7 +110,9 @@ def test_revised_costs_land_at_their_latest_revision(served: ServedSandbox, tmp_
     second = dict(warehouse_rows(tmp_path, day))
     assert_exact(tmp_path, served.sandbox, day, case="revised-costs")
     changed = [i for i in first if first[i] != second[i]]
-    assert first.keys() == second.keys()
+    # Nothing of the first night is lost; a call still running at the first night (the API
+    # shows a CDR once it has ended) lands on the second, as a late record does.
+    assert first.keys() <= second.keys()
     assert len(changed) > 10, "the re-run replaced the revised costs"
 
 
