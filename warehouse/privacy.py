@@ -71,7 +71,6 @@ PII_KEY_VAR = "CDRHOUSE_PII_KEY"
 SMS_BODIES_VAR = "CDRHOUSE_SMS_BODIES"
 
 FORGOTTEN = PII_FORGOTTEN.name
-PARTY_NAMES = tuple(c.name for c in PARTY_COLUMNS)
 SIDES = ("from", "to")
 # cdrs columns holding a customer's number or identity, and how each is tokenized.
 PHONE_COLUMNS = tuple(f"{side}_phone_number" for side in SIDES)
@@ -592,8 +591,8 @@ class Pseudonymizer:
             flag = (pl.col("id").is_in(gone).fill_null(False) if gone else pl.lit(False)).alias(
                 FORGOTTEN
             )
-            if name == "cdrs" and not set(PARTY_NAMES) <= set(frame.columns):
-                # Not through `page` (read back from the lake): tokens and countries here.
+            if name == "cdrs" and self.landed:
+                # Read back from the lake, not through `page`: tokens and countries here.
                 frame = self._cdrs(frame)
                 flag = (pl.col(FORGOTTEN) | flag).alias(FORGOTTEN)
             elif name == "cdr_sms":
