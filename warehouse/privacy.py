@@ -285,7 +285,9 @@ class Pseudonymizer:
         return token
 
     def identifier(self, value: str) -> str:
-        return self.phone(value) if looks_like_number(value) else self.text(value)
+        """A channel identifier's token: a number's (it joins the customer's calls), else a
+        name's."""
+        return self._made(value)[0] if looks_like_number(value) else self.text(value)
 
     def country_of(self, value: str) -> tuple[str | None, int | None]:
         """Country and calling code of a number, or of a token this landing made."""
@@ -361,7 +363,7 @@ class Pseudonymizer:
                 continue
             out: dict[str, str | None] = {}
             for v in column.drop_nulls().unique().to_list():
-                token = self._identifier(v) if name in _IDENT_VALUES else self.text(v)
+                token = self.identifier(v) if name in _IDENT_VALUES else self.text(v)
                 out[v] = token
                 if forgotten and token in forgotten:
                     gone.add(v)
@@ -432,11 +434,6 @@ class Pseudonymizer:
             self._tokens_in_r(frame.schema["r"], outs),
             *countries,
         )
-
-    def _identifier(self, value: str) -> str:
-        if looks_like_number(value):
-            return self._made(value)[0]
-        return self.text(value)
 
     def _made(self, value: str) -> _Number:
         return self._numbers.get(value) or self._numbers_before.get(value) or self._number(value)
