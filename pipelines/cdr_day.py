@@ -301,10 +301,13 @@ def _take_and(fn: Callable[[T], R], box: list[T]) -> R:
 
 @contextmanager
 def _table_writers(
-    lake: Lake, key: str, tables: Collection[str], source: str | None
+    lake: Lake, key: str, tables: Collection[str], source: str | None, key_check: str | None
 ) -> Iterator[dict[str, PartitionWriter]]:
     with ExitStack() as stack:
-        yield {t: stack.enter_context(lake.writer(t, key, source=source)) for t in tables}
+        yield {
+            t: stack.enter_context(lake.writer(t, key, source=source, key_check=key_check))
+            for t in tables
+        }
 
 
 def land_day(
@@ -328,10 +331,12 @@ def land_day(
     source = contact_center.source_id
     stats = DayStats()
     checks = DayChecks(partition)
+    # Tokens under another key than the lake's days: refused before the API is called.
+    lake.check_key(privacy.key_check)
     pz = Pseudonymizer.for_lake(privacy, lake)
-    with lake.writer(RAW_CDRS, key, source=source) as raw:
+    with lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
         try:
-            with _table_writers(lake, key, tables, source) as writers:
+            with _table_writers(lake, key, tables, source, privacy.key_check) as writers:
                 day = DayWriter(raw, writers, checks, stats, privacy=pz)
 
                 def receive(frame: pl.DataFrame) -> None:
@@ -373,10 +378,12 @@ def renormalize_day(
         )
     # The typed tables come from the raw partition, so they carry its source.
     source = lake.partition_source(RAW_CDRS, key)
+    # The day's tokens were made when it landed; the typed tables are made under that key.
+    lake.check_key(privacy.key_check)
     stats = DayStats()
     checks = DayChecks(partition)
     try:
-        with _table_writers(lake, key, tables, source) as writers:
+        with _table_writers(lake, key, tables, source, privacy.key_check) as writers:
             # The records were rewritten when they landed; the typed values follow them (and
             # the forget-list, if it grew since).
             pz = Pseudonymizer.for_lake(privacy, lake, landed=True)

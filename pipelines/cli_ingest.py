@@ -187,17 +187,21 @@ def cmd_ingest(
     # them how its callers' numbers land (`ContactCenterResource.check_privacy`): not chosen, or
     # `token` without its key, is one line naming both variables, before any run.
     wanted: dict[str, str] = {}
+    key_checks: dict[str, str | None] = {}  # which key each account's tokens are made with
     for account in chosen:
         try:
             with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
                 resolved = apis[account.id].process_config_and_initialize()
             wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
             resolved.check_privacy()
+            key_checks[account.id] = resolved.privacy().key_check
         except dg.Failure as exc:
             raise CliError(exc.description or "invalid Contact Center API settings") from None
     for account in chosen:
+        lake = warehouse.lake(account.id)
         try:
-            warehouse.lake(account.id).check_source(wanted[account.id])
+            lake.check_source(wanted[account.id])
+            lake.check_key(key_checks[account.id])  # LakeKeyConflict: another key's tokens
         except LakeSourceConflict as exc:
             raise CliError(str(exc)) from None
     defs = build_defs(

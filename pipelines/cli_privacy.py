@@ -130,13 +130,16 @@ def _key_var(env: Mapping[str, str], account: str) -> str:
     return PII_KEY_VAR
 
 
-def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str]) -> list[str]:
-    """The token to erase in each account; every check before anything is written."""
+def _tokens(
+    args: argparse.Namespace, env: Mapping[str, str], accounts: list[str]
+) -> list[tuple[str, str | None]]:
+    """The token to erase in each account, with the check of the key that made it (None for
+    `--token`); every check before anything is written."""
     number = " ".join(args.number)
     if bool(number) == (args.token is not None):
         raise CliError("give exactly one of NUMBER and --token")
     if args.token is not None:
-        return [_token_arg(args.token)] * len(accounts)
+        return [(_token_arg(args.token), None)] * len(accounts)
     if (problem := number_problem(number)) is not None:
         raise CliError(problem)
     keys = []
@@ -150,9 +153,9 @@ def _tokens(args: argparse.Namespace, env: Mapping[str, str], accounts: list[str
                 "key the lake was landed with, or give --token"
             )
         keys.append(key.encode())
-    from warehouse.privacy import phone_token
+    from warehouse.privacy import PrivacyPolicy, phone_token
 
-    return [phone_token(key, number) for key in keys]
+    return [(phone_token(key, number), PrivacyPolicy("token", key).key_check) for key in keys]
 
 
 def _print(account: str, token: str, result: ForgetResult) -> None:
@@ -168,15 +171,20 @@ def run(
     """Entry point of `cdrhouse privacy`; CliError (exit 2) before anything is written."""
     from warehouse.duck import build_warehouse, default_lake_uri
     from warehouse.erasure import PartitionMoved, forget
-    from warehouse.lake import Lake
+    from warehouse.lake import Lake, LakeKeyConflict
 
     root = Lake(lake_uri or default_lake_uri(data_dir))
     accounts = _account_ids(root, env, args.account)
     tokens = _tokens(args, env, accounts)
+    for account, (_, key_check) in zip(accounts, tokens, strict=True):
+        try:  # every account's key first: a refusal writes nothing, in any account
+            root.account(account).check_key(key_check, every=True)
+        except LakeKeyConflict as exc:
+            raise CliError(str(exc)) from None
     rows = partitions = 0
-    for account, token in zip(accounts, tokens, strict=True):
+    for account, (token, key_check) in zip(accounts, tokens, strict=True):
         try:
-            result = forget(root.account(account), token)
+            result = forget(root.account(account), token, key_check)
         except (OSError, PartitionMoved) as exc:
             why = (
                 f"{type(exc).__name__}: {exc.strerror or exc}"

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.tables import CDR_TABLES
-from warehouse.lake import META_WRITTEN_AT, Lake, footer_source
+from warehouse.lake import META_WRITTEN_AT, Lake, footer_key_check, footer_source
 from warehouse.privacy import FORGOTTEN, is_token
 
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
@@ -70,11 +70,16 @@ class ForgetResult:
         return sum(t.partitions for t in self.tables.values())
 
 
-def forget(lake: Lake, token: str) -> ForgetResult:
+def forget(lake: Lake, token: str, key_check: str | None = None) -> ForgetResult:
     """Erase `token` from one account's lake (see the module's docstring); returns what
-    changed. The forget-list is written before any partition."""
+    changed. The forget-list is written before any partition.
+
+    `key_check`: the check of the key `token` was made with (a number's token). A lake with
+    days landed under another key is refused before anything is written (`LakeKeyConflict`):
+    the person's token there is another one, and the erasure would miss those days."""
     if not is_token(token):
         raise ValueError("not a token: expected 64 lowercase hex characters")
+    lake.check_key(key_check, every=True)
     lake.forget([token])
     result = ForgetResult()
     for table in PERSON_TABLES:
@@ -202,7 +207,13 @@ def _erase(lake: Lake, table: str, key: str, token: str, *, rejected: bool) -> i
     flag = pl.col(FORGOTTEN) if FORGOTTEN in schema.names else pl.lit(False)
     changed = 0
     # The source the file records (the partition's, `Lake.partition_source`), kept.
-    with lake.writer(table, key, out, source=footer_source(parquet.metadata)) as writer:
+    with lake.writer(
+        table,
+        key,
+        out,
+        source=footer_source(parquet.metadata),
+        key_check=footer_key_check(parquet.metadata),
+    ) as writer:
         if rejected:
             writer.reject()
         for g in groups:

@@ -90,6 +90,10 @@ REJECTED_DIR = "_rejected"
 # Parquet key-value metadata written into every partition file.
 META_SOURCE = "cdrhouse.source"
 META_WRITTEN_AT = "cdrhouse.written_at"
+KEYED_TABLE = "raw_cdrs"  # whose footers say which key a day's tokens were made with
+# Under CDRHOUSE_PHONE_NUMBERS=token: which key made the partition's tokens, as an HMAC of a
+# constant under it (`warehouse.privacy.PrivacyPolicy.key_check`; the key cannot be read back).
+META_KEY_CHECK = "cdrhouse.pii_key_check"
 # Big row groups keep DuckDB scans cheap; 128k rows of CDRs is ~10-20 MB uncompressed.
 ROW_GROUP_SIZE = 128 * 1024
 COMPRESSION = "zstd"
@@ -116,6 +120,25 @@ class LakeSourceConflict(Exception):
             f"refusing to write data from {wanted!r} into the lake at {uri}, which holds data "
             f"from {current!r}; point CDRHOUSE_LAKE_URI at another lake, or empty this one "
             "with `cdrhouse lake reset --yes`"
+        )
+
+
+class LakeKeyConflict(LakeSourceConflict):
+    """Tokens keyed by one key into a lake whose days were landed under another: they would
+    not join, and an erasure by number would miss the other key's days."""
+
+    @classmethod
+    def between_keys(cls, days: Sequence[str], uri: str, account: str) -> LakeKeyConflict:
+        where = (
+            f"the lake at {uri}"
+            if account == DEFAULT_ACCOUNT
+            else f"account {account!r} of the lake ({uri})"
+        )
+        shown = ", ".join(days[:3]) + (f" and {len(days) - 3} more" if len(days) > 3 else "")
+        return cls(
+            f"refusing to use this CDRHOUSE_PII_KEY (or the account's pii_key_env) with {where}: "
+            f"its tokens were made with another key ({len(days)} day(s): {shown}), so a "
+            "number's token would not match them; set the key those days were landed with"
         )
 
 
@@ -163,6 +186,12 @@ def _landed(specs: dict[str, TableSpec]) -> frozenset[str]:
 
 
 LANDED_COLUMNS = _landed(TABLES)
+
+
+def footer_key_check(footer: pq.FileMetaData | None) -> str | None:
+    """The key check a partition's footer records (`META_KEY_CHECK`), None if none."""
+    value = (footer.metadata or {}).get(META_KEY_CHECK.encode()) if footer else None
+    return value.decode() if value else None
 
 
 def footer_source(footer: pq.FileMetaData | None) -> str | None:
@@ -416,6 +445,24 @@ class Lake:
             tmp.unlink(missing_ok=True)
         return merged
 
+    def key_check_of(self, table: str, key: str) -> str | None:
+        """The key check a partition's footer records (None: absent, or landed without
+        tokens, or before the check was recorded)."""
+        return footer_key_check(self.partition_footer(table, key))
+
+    def check_key(self, key_check: str | None, *, every: bool = False) -> None:
+        """Refuse tokens made under the key of `key_check` when this lake's `raw_cdrs` days
+        were landed under another key (`LakeKeyConflict`); None (no tokens) is never refused.
+        Reads the newest day's footer, or with `every` each day's (an erasure reads them all
+        anyway). Days landed before the check was recorded are taken as matching."""
+        if key_check is None:
+            return
+        keys = self.partitions(KEYED_TABLE)
+        found = ((k, self.key_check_of(KEYED_TABLE, k)) for k in (keys if every else keys[-1:]))
+        other = [k.partition("=")[2] for k, check in found if check not in (None, key_check)]
+        if other:
+            raise LakeKeyConflict.between_keys(other, self.uri, self.account_id)
+
     def check_source(self, source: str) -> None:
         """Refuse `source` if the lake holds another source's data; writes nothing."""
         current = self.source()
@@ -467,12 +514,19 @@ class Lake:
         return schema, drop
 
     def writer(
-        self, table: str, key: str, schema: Any = None, *, source: str | None = None
+        self,
+        table: str,
+        key: str,
+        schema: Any = None,
+        *,
+        source: str | None = None,
+        key_check: str | None = None,
     ) -> PartitionWriter:
         """A context manager writing one partition atomically; schema defaults to the spec's.
 
         `source` is where the rows came from; a lake holding another source's data refuses it
         here, before anything is written. Derived tables pass None and inherit the lake's.
+        `key_check`: the tokens' key's check (`META_KEY_CHECK`), for a partition holding tokens.
         """
         rel = self._rel(table, key)
         schema, drop = self._schema(table, schema)
@@ -483,9 +537,10 @@ class Lake:
             self.check_source(source)
         else:
             source = self.source() or "unknown"
-        schema = schema.with_metadata(
-            {**(schema.metadata or {}), META_SOURCE: source, META_WRITTEN_AT: _now_ms()}
-        )
+        metadata = {**(schema.metadata or {}), META_SOURCE: source, META_WRITTEN_AT: _now_ms()}
+        if key_check is not None:
+            metadata[META_KEY_CHECK] = key_check
+        schema = schema.with_metadata(metadata)
         self.cleanup_tmp()
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
         spec = TABLES.get(table)

@@ -110,6 +110,13 @@ class PrivacyPolicy:
     def tokens(self) -> bool:
         return self.phone_numbers == "token"
 
+    @property
+    def key_check(self) -> str | None:
+        """Which key makes the tokens, for the partitions' footers (`META_KEY_CHECK`): the
+        HMAC of a constant under it, which tells keys apart and gives none of them away; None
+        under `raw`."""
+        return _keyed(self.key).hex(_KEY_CHECK_TEXT) if self.tokens else None
+
 
 RAW = PrivacyPolicy("raw")
 
@@ -205,6 +212,8 @@ class _Keyed:
 
 
 _BLOCK = 64  # SHA-256's block size
+# Keyed for `PrivacyPolicy.key_check`: not digits, so no number's token is ever this one's.
+_KEY_CHECK_TEXT = "cdrhouse: which key made these tokens"
 
 
 @lru_cache(maxsize=8)
