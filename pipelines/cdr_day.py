@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +39,7 @@ from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, with_decoded
+from warehouse.erasure import erase_partition
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import normalize_decoded
 from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
@@ -357,7 +358,19 @@ def land_day(
     if checks.whole(stats.rows, stats.api_total):
         # The rejected copy of an earlier run no longer describes the day.
         lake.delete_partition(RAW_CDRS, key, rejected=True)
+        if privacy.tokens:
+            _forget_late(lake, key, (RAW_CDRS, *tables), pz.forgotten)
     return stats, checks
+
+
+def _forget_late(lake: Lake, key: str, tables: Sequence[str], read: frozenset[str]) -> None:
+    """Erase from the day just published the tokens `cdrhouse privacy forget` added to the
+    forget-list after the day read it (`read`). Read after publishing: a `forget` that wrote
+    the list later scans the day after it was published, so one of the two erases it."""
+    late = lake.forgotten() - read
+    for token in sorted(late):
+        for table in tables:
+            erase_partition(lake, table, key, token)
 
 
 def renormalize_day(
@@ -399,4 +412,7 @@ def renormalize_day(
     except Withheld:
         for table in tables:
             stats.counts.pop(table, None)
+        return stats, checks
+    if privacy.tokens:
+        _forget_late(lake, key, tuple(tables), pz.forgotten)
     return stats, checks

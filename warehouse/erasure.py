@@ -18,8 +18,9 @@ snapshot columns, and either inside the JSON text of `raw_cdrs.record`,
 3. a partition that does not hold the token is not written at all (its bytes are the same).
 
 A day step that had read the forget-list before step 1 and publishes its day after step 2
-scanned it brings the token back for that day: run `forget` again after such a run (a run
-started after step 1 honours the list).
+scanned it would bring the token back for that day: so the step reads the list again once the
+day is published, and erases what was added meanwhile (`pipelines.cdr_day._forget_late`).
+Whichever of the two comes second finds the day published and the token listed.
 
 The rejected copies of failed days (`_rejected/raw_cdrs/…`, kept for diagnosis) are erased the
 same way, and stay rejected. Aggregates (`agg_*`) are counts and sums by day, queue, agent
