@@ -182,6 +182,7 @@ def run(
         except LakeKeyConflict as exc:
             raise CliError(str(exc)) from None
     rows = partitions = 0
+    clear: list[str] = []  # accounts with days whose numbers are in clear
     for account, (token, key_check) in zip(accounts, tokens, strict=True):
         try:
             result = forget(root.account(account), token, key_check)
@@ -201,9 +202,24 @@ def run(
         _print(account, token, result)
         rows += result.rows
         partitions += result.partitions
+        if result.clear_days:
+            days = result.clear_days
+            shown = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+            clear.append(f"account {account}: {len(days)} day(s) ({shown})")
     print(f"total: {rows} rows in {partitions} partitions changed")
     if partitions:
         # The views read the files again anyway; a partition that gained `pii_forgotten`
         # changes which columns they take from the files (`Lake.landed_columns`).
         build_warehouse(data_dir, root.uri)
+    if clear:
+        # Erased where tokens are; not where the number itself is: not done, so not 0.
+        print(
+            "cdrhouse privacy forget: incomplete: "
+            + "; ".join(clear)
+            + " were landed with CDRHOUSE_PHONE_NUMBERS=raw and hold numbers in clear, which "
+            "a token erasure cannot find; ingest those days again under token: they land "
+            "with this person erased (the forget-list)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

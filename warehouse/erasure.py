@@ -61,6 +61,9 @@ class ForgetResult:
     """What `forget` changed, per table (every CDR table, unchanged ones with zeros)."""
 
     tables: dict[str, TableErasure] = field(default_factory=dict)
+    # Days landed under CDRHOUSE_PHONE_NUMBERS=raw: their numbers are in clear, and a token
+    # erasure cannot find them there.
+    clear_days: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -82,7 +85,7 @@ def forget(lake: Lake, token: str, key_check: str | None = None) -> ForgetResult
         raise ValueError("not a token: expected 64 lowercase hex characters")
     lake.check_key(key_check, every=True)
     lake.forget([token])
-    result = ForgetResult()
+    result = ForgetResult(clear_days=clear_days(lake))
     for table in PERSON_TABLES:
         rows = partitions = rejected = 0
         for key in lake.partitions(table):
@@ -96,6 +99,20 @@ def forget(lake: Lake, token: str, key_check: str | None = None) -> ForgetResult
             rejected += changed > 0
         result.tables[table] = TableErasure(rows, partitions, rejected)
     return result
+
+
+def clear_days(lake: Lake) -> list[str]:
+    """The days whose `raw_cdrs` was landed under `raw` (without the privacy stage's flag):
+    numbers there are as the API sent them."""
+    days = []
+    for key in lake.partitions(RAW_TABLE):
+        footer = lake.partition_footer(RAW_TABLE, key)
+        if footer is not None and FORGOTTEN not in footer.schema.names:
+            days.append(key.partition("=")[2])
+    return days
+
+
+RAW_TABLE = "raw_cdrs"
 
 
 def _textual(dtype: pa.DataType) -> bool:

@@ -237,3 +237,31 @@ def test_a_cdr_run_under_another_key_fails_at_once_naming_the_key_variable(
     _assert_keys_not_in(message)
     assert not result.get_asset_materialization_events()
     assert digests(data_dir) == files
+
+
+def test_forget_on_a_lake_with_days_landed_under_raw_exits_1_naming_them(
+    tmp_path: Path, landed: tuple[Path, Person], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Switched from `raw` to `token`: the raw day holds the number itself, which no token
+    erasure finds. The command says so, and does not report success."""
+    person = landed[1]
+    data_dir = tmp_path / "data"
+    lake = Lake(str(data_dir / "lake"))
+    land(lake, DAY1, RAW)
+    land(lake, DAY2)
+    env = {"CDRHOUSE_DATA_DIR": str(data_dir), "CDRHOUSE_PII_KEY": KEY.decode()}
+    digits = person.number.removeprefix("+")
+
+    code = main(["privacy", "forget", person.number], env=env)
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err.count("\n") == 1, err
+    assert "incomplete" in err
+    assert f"1 day(s) ({DAY1})" in err
+    assert "CDRHOUSE_PHONE_NUMBERS=raw" in err
+    assert digits[2:] not in out + err
+    # The remedy the line gives: the day ingested again under token lands the person erased.
+    land(lake, DAY1)
+    assert holding(lake, person.token) == {t: set() for t in PERSON_TABLES}
+    assert main(["privacy", "forget", person.number], env=env) == 0
