@@ -61,7 +61,7 @@ import polars as pl
 from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
 
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
-from warehouse.decode import BASE64_PREFIX
+from warehouse.decode import BASE64_PREFIX, all_key_names, record_dtype
 from warehouse.lake import Lake
 
 PhoneNumbers = Literal["token", "raw"]
@@ -85,6 +85,9 @@ NAME_KEYS = ("name", "username", "name_snapshot")
 _TOKEN = re.compile(r"[0-9a-f]{64}")
 # A JSON string that is a number: the whole literal, quotes included (polars regex).
 NUMBER_LITERAL = r'"\+?[0-9]{7,15}"'
+# A JSON integer of 7 to 15 digits in value position (polars regex); may match inside a string
+# too, which only sends the record by path, where the JSON is read.
+INTEGER_LITERAL = r"[:\[,]\s*-?[0-9]{7,15}\s*[,\]}]"
 _NUMBER_TEXT = re.compile(r"\+?[0-9]{7,15}")
 _SEPARATORS = str.maketrans("", "", " -().\u00a0/")
 _DECODE = msgspec.json.Decoder(float_hook=Decimal)  # money stays exactly as written
@@ -418,6 +421,13 @@ class Pseudonymizer:
             check = values.select(checked).with_columns(text.alias("_record"))
             slow = slow | check.select(pl.any_horizontal(*missed)).to_series()
         text = self._other_numbers(text, frame.get_column("known_keys"), gone)
+        unknown = ~frame.get_column("known_keys").fill_null(False)
+        if unknown.any():
+            # A number written as a JSON integer in a field the spec does not name: by path,
+            # which reads the value and its key (`_numbers_in`).
+            index = unknown.arg_true()
+            found = records.gather(index).str.contains(INTEGER_LITERAL).fill_null(False)
+            slow = slow | pl.repeat(False, frame.height, eager=True).scatter(index, found)
         erased = (
             values.select(
                 pl.any_horizontal(pl.col(n).is_in(sorted(gone)).fill_null(False) for n in present)
@@ -578,7 +588,7 @@ class Pseudonymizer:
                 and isinstance(data.get("message"), str)
             ):
                 data["message"] = None
-        rec = _numbers_in(rec, lambda v: put(self.phone(v)))
+        rec = _numbers_in(rec, lambda v: put(self.phone(v)), _known_keys())
         return _ENCODE.encode(rec).decode(), any(erased)
 
     # -- typed tables -----------------------------------------------------------------------
@@ -844,14 +854,34 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
     return out
 
 
-def _numbers_in(value: Any, replace: Any) -> Any:
+def _numbers_in(value: Any, replace: Any, known: frozenset[str], key: str = "") -> Any:
+    """`value` with every string that is a number replaced, and every integer that is a valid
+    phone number with its calling code under a key the spec does not name (`known`: the keys
+    it names, whose integers are counts and durations the typed tables hold as they are)."""
     if isinstance(value, str):
         return replace(value) if looks_like_number(value) else value
     if isinstance(value, dict):
-        return {k: _numbers_in(v, replace) for k, v in value.items()}
+        return {k: _numbers_in(v, replace, known, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_numbers_in(v, replace) for v in value]
+        return [_numbers_in(v, replace, known, key) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and key not in known:
+        return replace(str(value)) if _valid_number(str(value)) else value
     return value
+
+
+def _valid_number(digits: str) -> bool:
+    """E.164 digits a phone number can be (not an epoch time, a duration or an id)."""
+    if not 7 <= len(digits) <= 15 or not digits.isdigit():
+        return False
+    try:
+        return bool(phonenumbers.is_valid_number(phonenumbers.parse("+" + digits, None)))
+    except NumberParseException:
+        return False
+
+
+@lru_cache(maxsize=1)
+def _known_keys() -> frozenset[str]:
+    return frozenset(all_key_names(record_dtype()))
 
 
 __all__ = [

@@ -395,3 +395,35 @@ def test_numbers_are_replaced_whatever_the_order_of_from_and_to() -> None:
     assert out[0].index(mobile) < out[0].index(office)
     assert out[1].index(office) < out[1].index(mobile)
     assert out[2].count(f'"phone_number":"{mobile}","phone_country":"DE"') == 2
+
+
+def test_a_number_sent_as_an_integer_in_a_field_the_spec_does_not_name_is_replaced() -> None:
+    """An API that sends `"callback": 4915199988877` (or a list of them) in a field of its own:
+    the integer is a valid number with its calling code, so its token replaces it, in
+    `raw_cdrs` and in `cdrs.extra`. Integers that are no phone number (an epoch time in ms or
+    s, a count) stay, and so does a known numeric field."""
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    record = (
+        '{"id":"x1","type":"call","subtype":"inbound","disposition":"answered",'
+        '"from":{"type":"phone_number","phone_number":"4930123456"},'
+        '"to":{"type":"phone_number","phone_number":"4930123457"},"user":null,"cost":0,'
+        '"tags":[],"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z",'
+        '"data":{"duration":60},"callback":4915199988877,"alternates":[4915199988878, 12],'
+        '"epoch_ms":1732752000123,"epoch_s":1732752000,"attempts":12345678}'
+    )
+    page = f'{{"cdrs":[{record}],"metadata":{{"total":1}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    text = frame["record"][0]
+    tables = pz.tables(normalize_decoded(frame).tables())
+    extra = tables["cdrs"]["extra"][0]
+    for place in (text, extra):
+        assert "4915199988877" not in place, place
+        assert "4915199988878" not in place, place
+        assert f'"callback":"{expected_token(KEY, 49, "15199988877")}"' in place, place
+        assert f'"alternates":["{expected_token(KEY, 49, "15199988878")}",12]' in place, place
+        for kept in ('"epoch_ms":1732752000123', '"epoch_s":1732752000', '"attempts":12345678'):
+            assert kept in place, place
+    assert '"duration":60' in text
