@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.tables import CDR_TABLES
-from warehouse.lake import META_WRITTEN_AT, Lake, footer_key_check, footer_source
+from warehouse.lake import KEYED_TABLE, META_WRITTEN_AT, Lake, footer_key_check, footer_source
 from warehouse.privacy import FORGOTTEN, is_token
 
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
@@ -105,14 +105,11 @@ def clear_days(lake: Lake) -> list[str]:
     """The days whose `raw_cdrs` was landed under `raw` (without the privacy stage's flag):
     numbers there are as the API sent them."""
     days = []
-    for key in lake.partitions(RAW_TABLE):
-        footer = lake.partition_footer(RAW_TABLE, key)
+    for key in lake.partitions(KEYED_TABLE):
+        footer = lake.partition_footer(KEYED_TABLE, key)
         if footer is not None and FORGOTTEN not in footer.schema.names:
             days.append(key.partition("=")[2])
     return days
-
-
-RAW_TABLE = "raw_cdrs"
 
 
 def _textual(dtype: pa.DataType) -> bool:

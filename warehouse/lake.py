@@ -59,7 +59,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.tables import TABLES, TableSpec, landed
+from models.tables import RAW_CDRS, TABLES, TableSpec, landed
 from models.timestamps import iso_ms
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
@@ -90,7 +90,7 @@ REJECTED_DIR = "_rejected"
 # Parquet key-value metadata written into every partition file.
 META_SOURCE = "cdrhouse.source"
 META_WRITTEN_AT = "cdrhouse.written_at"
-KEYED_TABLE = "raw_cdrs"  # whose footers say which key a day's tokens were made with
+KEYED_TABLE = RAW_CDRS.name  # whose footers say which key a day's tokens were made with
 # Under CDRHOUSE_PHONE_NUMBERS=token: which key made the partition's tokens, as an HMAC of a
 # constant under it (`warehouse.privacy.PrivacyPolicy.key_check`; the key cannot be read back).
 META_KEY_CHECK = "cdrhouse.pii_key_check"
