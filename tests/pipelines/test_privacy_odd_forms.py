@@ -1,5 +1,5 @@
 """Issue 26 against a server that writes a caller's number every way it can: a sandbox day served
-through `RewritingApp`, where one record in three carries the canary number in an odd form
+through `RewritingApp`, where every other record carries the canary number in an odd form
 (a JSON integer, spaces and dashes, a `\\u` escape, `tel:`, a trailing space, in a field the
 spec does not name, nested or in a list, as a WhatsApp identifier, username or display name
 with quotes and escapes, inside an SMS body). Landed by the day step under `token`, the
