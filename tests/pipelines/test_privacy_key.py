@@ -265,3 +265,42 @@ def test_forget_on_a_lake_with_days_landed_under_raw_exits_1_naming_them(
     land(lake, DAY1)
     assert holding(lake, person.token) == {t: set() for t in PERSON_TABLES}
     assert main(["privacy", "forget", person.number], env=env) == 0
+
+
+def test_forget_keys_each_account_with_its_own_key_and_refuses_a_wrong_one_in_any(
+    tmp_path: Path, landed: tuple[Path, Person], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Accounts with keys of their own (`pii_key_env`): each account's token is made with its
+    key, and one account's wrong key stops the command before any account is written."""
+    person = landed[1]
+    data_dir = tmp_path / "data"
+    root = Lake(str(data_dir / "lake"))
+    land(root, DAY1)
+    land(root.account("emea"), DAY1, OTHER)
+    accounts = tmp_path / "accounts.yaml"
+    accounts.write_text(
+        "accounts:\n  - id: emea\n    base_url: https://emea1.cc.example.com\n"
+        "    api_key_env: CC_KEY_EMEA\n    pii_key_env: PII_KEY_EMEA\n"
+    )
+    env = {
+        "CDRHOUSE_DATA_DIR": str(data_dir),
+        "CDRHOUSE_ACCOUNTS_FILE": str(accounts),
+        "CDRHOUSE_PII_KEY": KEY.decode(),
+        "PII_KEY_EMEA": KEY.decode(),  # the default's key, not the one emea landed with
+    }
+    before = digests(data_dir)
+
+    assert main(["privacy", "forget", person.number], env=env) == 2
+
+    _, err = capsys.readouterr()
+    assert "account 'emea'" in err
+    assert "another key" in err
+    assert digests(data_dir) == before  # the default account was not written either
+    env["PII_KEY_EMEA"] = OTHER_KEY.decode()
+    assert main(["privacy", "forget", person.number], env=env) == 0
+    out, _ = capsys.readouterr()
+    assert f"account default: token {person.token[:12]}" in out
+    emea_token = phone_token(OTHER_KEY, person.number)
+    assert f"account emea: token {emea_token[:12]}" in out
+    for lake, token in ((root, person.token), (root.account("emea"), emea_token)):
+        assert holding(lake, token) == {t: set() for t in PERSON_TABLES}
