@@ -184,7 +184,7 @@ def cmd_ingest(
     # A lake holding another source's data is refused here, before any run or write; each
     # account's lake is its own (its sub-lake), claimed by its own source.
     # Every account's settings first, so that a bad one stops before any lake is claimed; with
-    # them how its callers' numbers land (`ContactCenterResource.check_privacy`): not chosen, or
+    # them how its callers' numbers land (`ContactCenterResource.privacy`): not chosen, or
     # `token` without its key, is one line naming both variables, before any run.
     wanted: dict[str, str] = {}
     key_checks: dict[str, str | None] = {}  # which key each account's tokens are made with
@@ -193,7 +193,6 @@ def cmd_ingest(
             with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
                 resolved = apis[account.id].process_config_and_initialize()
             wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
-            resolved.check_privacy()
             key_checks[account.id] = resolved.privacy().key_check
         except dg.Failure as exc:
             raise CliError(exc.description or "invalid Contact Center API settings") from None

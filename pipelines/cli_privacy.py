@@ -176,16 +176,19 @@ def run(
     root = Lake(lake_uri or default_lake_uri(data_dir))
     accounts = _account_ids(root, env, args.account)
     tokens = _tokens(args, env, accounts)
+    footers = {}  # each account's days, read once: checked here, then by the erasure
     for account, (_, key_check) in zip(accounts, tokens, strict=True):
+        lake = root.account(account)
+        footers[account] = lake.day_footers()
         try:  # every account's key first: a refusal writes nothing, in any account
-            root.account(account).check_key(key_check, every=True)
+            lake.check_key(key_check, footers[account])
         except LakeKeyConflict as exc:
             raise CliError(str(exc)) from None
     rows = partitions = 0
     clear: list[str] = []  # accounts with days whose numbers are in clear
     for account, (token, key_check) in zip(accounts, tokens, strict=True):
         try:
-            result = forget(root.account(account), token, key_check)
+            result = forget(root.account(account), token, key_check, footers[account])
         except (OSError, PartitionMoved) as exc:
             why = (
                 f"{type(exc).__name__}: {exc.strerror or exc}"

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.tables import CDR_TABLES
-from warehouse.lake import KEYED_TABLE, META_WRITTEN_AT, Lake, footer_key_check, footer_source
+from warehouse.lake import META_WRITTEN_AT, Lake, footer_key_check, footer_source
 from warehouse.privacy import FORGOTTEN, is_token
 
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
@@ -74,18 +74,25 @@ class ForgetResult:
         return sum(t.partitions for t in self.tables.values())
 
 
-def forget(lake: Lake, token: str, key_check: str | None = None) -> ForgetResult:
+def forget(
+    lake: Lake,
+    token: str,
+    key_check: str | None = None,
+    footers: dict[str, pq.FileMetaData | None] | None = None,
+) -> ForgetResult:
     """Erase `token` from one account's lake (see the module's docstring); returns what
     changed. The forget-list is written before any partition.
 
     `key_check`: the check of the key `token` was made with (a number's token). A lake with
     days landed under another key is refused before anything is written (`LakeKeyConflict`):
-    the person's token there is another one, and the erasure would miss those days."""
+    the person's token there is another one, and the erasure would miss those days.
+    `footers`: the lake's `day_footers`, if the caller has read them already."""
     if not is_token(token):
         raise ValueError("not a token: expected 64 lowercase hex characters")
-    lake.check_key(key_check, every=True)
+    footers = lake.day_footers() if footers is None else footers
+    lake.check_key(key_check, footers)
     lake.forget([token])
-    result = ForgetResult(clear_days=clear_days(lake))
+    result = ForgetResult(clear_days=clear_days(footers))
     for table in PERSON_TABLES:
         rows = partitions = rejected = 0
         for key in lake.partitions(table):
@@ -101,15 +108,14 @@ def forget(lake: Lake, token: str, key_check: str | None = None) -> ForgetResult
     return result
 
 
-def clear_days(lake: Lake) -> list[str]:
-    """The days whose `raw_cdrs` was landed under `raw` (without the privacy stage's flag):
-    numbers there are as the API sent them."""
-    days = []
-    for key in lake.partitions(KEYED_TABLE):
-        footer = lake.partition_footer(KEYED_TABLE, key)
-        if footer is not None and FORGOTTEN not in footer.schema.names:
-            days.append(key.partition("=")[2])
-    return days
+def clear_days(footers: dict[str, pq.FileMetaData | None]) -> list[str]:
+    """The days (`Lake.day_footers`) whose `raw_cdrs` was landed under `raw` (without the
+    privacy stage's flag): numbers there are as the API sent them."""
+    return [
+        key.partition("=")[2]
+        for key, footer in footers.items()
+        if footer is not None and FORGOTTEN not in footer.schema.names
+    ]
 
 
 def _textual(dtype: pa.DataType) -> bool:

@@ -450,16 +450,27 @@ class Lake:
         tokens, or before the check was recorded)."""
         return footer_key_check(self.partition_footer(table, key))
 
-    def check_key(self, key_check: str | None, *, every: bool = False) -> None:
-        """Refuse tokens made under the key of `key_check` when this lake's `raw_cdrs` days
-        were landed under another key (`LakeKeyConflict`); None (no tokens) is never refused.
-        Reads the newest day's footer, or with `every` each day's (an erasure reads them all
-        anyway). Days landed before the check was recorded are taken as matching."""
+    def day_footers(self, *, newest: bool = False) -> dict[str, pq.FileMetaData | None]:
+        """The footer of each day's `raw_cdrs` partition (`newest`: the newest day's only), by
+        partition key: which key made its tokens, and whether it was landed under `token`."""
+        keys = self.partitions(KEYED_TABLE)
+        return {k: self.partition_footer(KEYED_TABLE, k) for k in (keys[-1:] if newest else keys)}
+
+    def check_key(
+        self, key_check: str | None, footers: dict[str, pq.FileMetaData | None] | None = None
+    ) -> None:
+        """Refuse tokens made under the key of `key_check` when this lake's days were landed
+        under another key (`LakeKeyConflict`); None (no tokens) is never refused. Reads the
+        newest day's footer, unless given `footers` (`day_footers`: an erasure checks every
+        day). Days landed before the check was recorded are taken as matching."""
         if key_check is None:
             return
-        keys = self.partitions(KEYED_TABLE)
-        found = ((k, self.key_check_of(KEYED_TABLE, k)) for k in (keys if every else keys[-1:]))
-        other = [k.partition("=")[2] for k, check in found if check not in (None, key_check)]
+        found = self.day_footers(newest=True) if footers is None else footers
+        other = [
+            k.partition("=")[2]
+            for k, footer in found.items()
+            if footer_key_check(footer) not in (None, key_check)
+        ]
         if other:
             raise LakeKeyConflict.between_keys(other, self.uri, self.account_id)
 

@@ -420,8 +420,8 @@ class Pseudonymizer:
         if missed:
             check = values.select(checked).with_columns(text.alias("_record"))
             slow = slow | check.select(pl.any_horizontal(*missed)).to_series()
-        text = self._other_numbers(text, frame.get_column("known_keys"), gone)
-        unknown = ~frame.get_column("known_keys").fill_null(False)
+        unknown = ~frame.get_column("known_keys").fill_null(False)  # keys the spec does not name
+        text = self._other_numbers(text, unknown, gone)
         if unknown.any():
             # A number written as a JSON integer in a field the spec does not name: by path,
             # which reads the value and its key (`_numbers_in`).
@@ -517,10 +517,9 @@ class Pseudonymizer:
 
         return pl.col("r").struct.with_fields(*fields(tree)) if tree else pl.col("r")
 
-    def _other_numbers(self, text: pl.Series, known: pl.Series, gone: set[str]) -> pl.Series:
+    def _other_numbers(self, text: pl.Series, unknown: pl.Series, gone: set[str]) -> pl.Series:
         """Numbers elsewhere in a record (a field the spec does not name): any JSON string of
-        7 to 15 digits. Only records with such fields (`known_keys` false) are scanned."""
-        unknown = ~known.fill_null(False)
+        7 to 15 digits. Only records with such fields (`unknown`) are scanned."""
         if not unknown.any():
             return text
         found = text.filter(unknown).str.extract_all(NUMBER_LITERAL).explode()
