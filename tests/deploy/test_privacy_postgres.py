@@ -91,7 +91,8 @@ def test_the_canary_and_the_privacy_key_are_in_no_store_of_a_pod(
     assert withheld.code == 1, str(withheld)
     assert landed.code == 0, str(landed)
     assert report.code == 0, str(report)
-    assert rows.code == 0 and rows.stdout.split() == ["to_phone_number", TOKEN], str(rows)
+    assert rows.code == 0, str(rows)
+    assert rows.stdout.split() == ["to_phone_number", TOKEN], str(rows)
     assert forget.code == 0, str(forget)
     assert any(k.endswith(".parquet") for k in rejected), rejected
     data, home = Path(env["CDRHOUSE_DATA_DIR"]), Path(env["DAGSTER_HOME"])
