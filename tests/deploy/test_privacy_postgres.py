@@ -98,6 +98,7 @@ def test_the_canary_and_the_privacy_key_are_in_no_store_of_a_pod(
     data, home = Path(env["CDRHOUSE_DATA_DIR"]), Path(env["DAGSTER_HOME"])
     assert list((data / "failures").glob("*.json")), "the withheld day's failure file"
     [(runs,)] = postgres.query(database, "select count(*) from runs")
+    assert isinstance(runs, int)
     assert runs >= 2
 
     output = "\n".join(str(r) for r in (withheld, landed, report, rows, forget))
