@@ -6,6 +6,9 @@ a key pasted into the wrong variable must not reach a log. The key (`CDRHOUSE_PI
 account's `pii_key_env`) is a secret: like the API key it reaches a run only as a Dagster
 `EnvVar` (`pipelines.definitions`), and is read here only to be checked, never kept.
 
+The demo key (`DEMO_PII_KEY`, printed in the Makefile and the README) keys only the bundled
+sandbox: under it a real caller's token could be reversed by keying every number.
+
 With neither the choice nor a key set, nothing is ingested: the code location loads, but every
 API step fails with `NOT_CHOSEN_MESSAGE` (as without a data source), and `cdrhouse ingest` exits
 2 with it before any run. Only the standard library here: the CLI checks before importing more.
@@ -82,9 +85,13 @@ def sms_bodies_from_env(env: Mapping[str, str]) -> SmsBodies:
     return "keep" if _choice(env, SMS_BODIES_VAR, SMS_BODIES) == "keep" else "drop"
 
 
-def privacy_problem(phone_numbers: str | None, key: str | None, key_var: str) -> str | None:
+def privacy_problem(
+    phone_numbers: str | None, key: str | None, key_var: str, *, sandbox: bool = False
+) -> str | None:
     """Why nothing may be ingested with this choice and key (one line naming the variables,
-    never the key), or None."""
+    never the key), or None. `sandbox`: the source is the bundled sandbox, the only one the
+    demo key may key (it is public: a real caller's token under it is reversed by keying
+    every number)."""
     if phone_numbers is None:
         if key:
             return (
@@ -105,14 +112,25 @@ def privacy_problem(phone_numbers: str | None, key: str | None, key_var: str) ->
             f"{key_var} is shorter than {MIN_KEY_BYTES} bytes: a short key can be guessed; set "
             f"{key_var} to a longer secret ({PHONE_NUMBERS_VAR}=token)"
         )
+    if key == DEMO_PII_KEY and not sandbox:
+        return (
+            f"{key_var} is the demo key of `make demo` and `make dev`, which is public: tokens "
+            f"of real callers under it can be reversed; set {key_var} to a secret of your own "
+            "(the demo key keys only the bundled sandbox, CC_API_BASE_URL=sandbox)"
+        )
     return None
 
 
 def privacy_policy(
-    phone_numbers: str | None, key: str | None, key_var: str, sms_bodies: str
+    phone_numbers: str | None,
+    key: str | None,
+    key_var: str,
+    sms_bodies: str,
+    *,
+    sandbox: bool = False,
 ) -> PrivacyPolicy:
     """The policy of a run; `PrivacySettingsError` (`privacy_problem`) when nothing may land."""
-    problem = privacy_problem(phone_numbers, key, key_var)
+    problem = privacy_problem(phone_numbers, key, key_var, sandbox=sandbox)
     if problem is not None:
         raise PrivacySettingsError(problem)
     bodies: SmsBodies = "keep" if sms_bodies == "keep" else "drop"

@@ -186,14 +186,20 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         variables (never the key) when nothing may be ingested."""
         try:
             return privacy_policy(
-                self.phone_numbers, self.pii_key, self.pii_key_env, self.sms_bodies
+                self.phone_numbers,
+                self.pii_key,
+                self.pii_key_env,
+                self.sms_bodies,
+                sandbox=self.uses_sandbox,
             )
         except PrivacySettingsError as exc:
             raise config_failure(self._for_account_privacy(str(exc))) from None
 
     def check_privacy(self) -> None:
         """`privacy()`'s failure, if any, without building the policy."""
-        problem = privacy_problem(self.phone_numbers, self.pii_key, self.pii_key_env)
+        problem = privacy_problem(
+            self.phone_numbers, self.pii_key, self.pii_key_env, sandbox=self.uses_sandbox
+        )
         if problem is not None:
             raise config_failure(self._for_account_privacy(problem))
 
