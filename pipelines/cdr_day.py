@@ -226,7 +226,6 @@ async def pull_day(
     partition: str,
     write: Callable[[pl.DataFrame], None],
     stats: DayStats,
-    privacy: Pseudonymizer | None = None,
 ) -> None:
     """Fetch one day, decode every page and hand it to `write`, in page order.
 
@@ -251,10 +250,6 @@ async def pull_day(
                 decoded = await loop.run_in_executor(decoder, _take_and, decode_page_counted, body)
                 frame, native = [decoded.frame], decoded.native
                 del decoded
-                if privacy is not None and privacy.policy.tokens:
-                    # The page's tokens, made here beside the writer's work: when its row
-                    # group is rewritten (`DayWriter`, one thread) they are all known.
-                    await loop.run_in_executor(decoder, privacy.warm, frame[0])
 
                 if previous is not None:
                     await previous  # page order: the previous page is written first
@@ -345,7 +340,7 @@ def land_day(
                     day.add(frame)
 
                 try:
-                    asyncio.run(pull_day(contact_center, log, partition, receive, stats, pz))
+                    asyncio.run(pull_day(contact_center, log, partition, receive, stats))
                     day.flush()
                 finally:
                     day.close()

@@ -9,8 +9,8 @@ identifier, username, display name) gets a text token (`text_token`: HMAC of `te
 unless the identifier is a number, which gets the number's token.
 
 `Pseudonymizer.page` rewrites a row group's decoded rows before anything of it is written (on
-a thread of its own, while the previous group is written; `warm` makes the numbers' tokens
-ahead, on the decoder threads):
+a thread of its own, while the previous group is written; the group's distinct numbers are
+made at once by `_made_all`: vectorized lookups of their countries, one HMAC each):
 
 * `record` (hence `raw_cdrs`, `cdr_quarantine`, `extra` and `data`) keeps the record's exact
   bytes with the values replaced: each `from`/`to` number by its token, with `phone_country`
@@ -263,6 +263,7 @@ class Pseudonymizer:
     _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
     _numbers: dict[str, _Number] = field(default_factory=dict, repr=False)
     _numbers_before: dict[str, _Number] = field(default_factory=dict, repr=False)
+    _tokens: dict[str, str] = field(default_factory=dict, repr=False)  # E.164 digits -> token
     # The records are read back from `raw_cdrs`: their values are tokens already. Only then is
     # a 64-hex value taken as a token (from the API, a name could be one, and would stay).
     landed: bool = False
@@ -348,30 +349,41 @@ class Pseudonymizer:
         text = records.clone()
         countries: list[pl.Series] = []
         numbers: dict[str, pl.Series] = {}  # each row's replacement of its number, per side
+        made_all: pl.DataFrame | None = None
         for name in present:
             key = _VALUE_PATHS[name][-1]
             column = values.get_column(name)
             listed = column.to_list()
             if name in _NUMBER_VALUES:
                 # In (nearly) every record: each row's own number, split on and joined with
-                # its replacement (made on the decoder threads, `warm`).
-                known, make = self._numbers.get, self._made
-                made = [v if v is None else known(v) or make(v) for v in listed]
-                tokens = [m and m[0] for m in made]
-                besides = [m and m[3] for m in made]
-                if forgotten:
-                    for i, m in enumerate(made):
-                        if m is not None and m[0] in forgotten:
-                            gone.add(listed[i])
-                            tokens[i] = None
-                            besides[i] = "null" + m[3][66:]  # the token, quotes included
-                outs[name] = pl.Series(name, tokens, pl.String())
+                # its replacement; the group's distinct numbers are made at once (`_made_all`).
+                if made_all is None:
+                    made_all = self._made_all(
+                        pl.concat([values.get_column(n) for n in _NUMBER_VALUES if n in present])
+                    )
                 side = _VALUE_PATHS[name][0]
+                made = column.to_frame("value").join(
+                    made_all, on="value", how="left", maintain_order="left"
+                )
+                if forgotten:
+                    made = made.with_columns(
+                        erased=pl.col("token").is_in(list(forgotten)).fill_null(False)
+                    )
+                    if made.get_column("erased").any():
+                        gone.update(made.filter("erased").get_column("value").to_list())
+                        # The token, quotes included, becomes null; its country stays beside.
+                        made = made.with_columns(
+                            token=pl.when("erased").then(None).otherwise("token"),
+                            beside=pl.when("erased")
+                            .then(pl.lit("null") + pl.col("beside").str.slice(66))
+                            .otherwise("beside"),
+                        )
+                outs[name] = made.get_column("token").alias(name)
                 countries += [
-                    pl.Series(f"{side}_phone_country", [m and m[1] for m in made], pl.String()),
-                    pl.Series(f"{side}_phone_calling_code", [m and m[2] for m in made], pl.Int64()),
+                    made.get_column("place").alias(f"{side}_phone_country"),
+                    made.get_column("code").alias(f"{side}_phone_calling_code"),
                 ]
-                numbers[name] = pl.Series(besides, dtype=pl.String())
+                numbers[name] = made.get_column("beside").alias(name)
                 continue
             out: dict[str, str | None] = {}
             for v in column.drop_nulls().unique().to_list():
@@ -484,16 +496,86 @@ class Pseudonymizer:
         made = self._numbers[value] = (token, place, number, beside)
         return made
 
-    def warm(self, frame: pl.DataFrame) -> None:
-        """Make a page's number tokens now (on a decoder thread, beside the writer's work),
-        so that `page`, on the one writer thread, finds them made."""
-        if not self.policy.tokens:
-            return
-        numbers = frame.select(_at(p).alias(p[0]) for p in _NUMBER_PATHS)
-        for column in numbers.get_columns():
-            for v in set(column.to_list()):
-                if v is not None:
-                    self._made(v)
+    def _made_all(self, values: pl.Series) -> pl.DataFrame:
+        """`_made` of each distinct value at once: value, token, place, code and beside (the
+        JSON text that replaces it under `phone_number`), the same as `_number` makes them.
+        The usual number (E.164 digits, the API's own form) is read by vectorized lookups of
+        its calling code, and only its HMAC is computed per value (`_Keyed.hex`, once per
+        landing); any other number goes through `_made`."""
+        distinct = values.drop_nulls().unique(maintain_order=True).alias("value")
+        frame = distinct.to_frame()
+        # Calling codes are a prefix code: at most one of a number's first 1-3 digits is one.
+        code = pl.coalesce(
+            pl.col("value").str.slice(0, n).replace_strict(_CODE_OF, default=None)
+            for n in (1, 2, 3)
+        )
+        frame = frame.with_columns(code=code).with_columns(
+            usual=pl.col("value").str.contains(r"^[0-9]{8,15}$")
+            & pl.col("code").is_not_null()
+            & (
+                pl.col("value").str.slice(pl.col("code").cast(pl.String()).str.len_bytes(), 1)
+                != "0"
+            )
+        )
+        usual = frame.filter(pl.col("usual"))
+        other = frame.filter(~pl.col("usual")).get_column("value").to_list()
+        places = usual.select(
+            pl.col("code").replace_strict(_PLACE_OF, default=None, return_dtype=pl.String())
+        ).to_series()
+        shared = usual.get_column("code").is_in(list(_SHARED_CODES))
+        if shared.any():
+            # Several countries share the code: each number's by its first digits (`_region`,
+            # phonenumbers once per prefix).
+            numbers = usual.filter(shared)
+            regions = [
+                _country_name(_region(v, c))
+                for v, c in zip(
+                    numbers.get_column("value").to_list(),
+                    numbers.get_column("code").to_list(),
+                    strict=True,
+                )
+            ]
+            places = places.scatter(shared.arg_true(), pl.Series(regions, dtype=pl.String()))
+        keyed, tokens = _keyed(self.policy.key), self._tokens
+        if len(tokens) >= _NUMBERS_HELD:
+            tokens.clear()
+        hexed = [tokens.get(v) or tokens.setdefault(v, keyed.hex(v)) for v in usual["value"]]
+        out = pl.DataFrame(
+            {
+                "value": usual.get_column("value"),
+                "token": pl.Series(hexed, dtype=pl.String()),
+                "place": places,
+                "code": usual.get_column("code").cast(pl.Int64()),
+            }
+        )
+        if other:
+            made = [self._made(v) for v in other]
+            out = pl.concat(
+                [
+                    out,
+                    pl.DataFrame(
+                        {
+                            "value": other,
+                            "token": [m[0] for m in made],
+                            "place": [m[1] for m in made],
+                            "code": [m[2] for m in made],
+                        },
+                        schema=out.schema,
+                    ),
+                ]
+            )
+        return out.with_columns(
+            beside=pl.concat_str(
+                pl.lit('"'),
+                "token",
+                pl.lit('","phone_country":'),
+                pl.when(pl.col("place").is_null())
+                .then(pl.lit("null"))
+                .otherwise(pl.lit('"') + pl.col("place") + pl.lit('"')),
+                pl.lit(',"phone_calling_code":'),
+                pl.col("code").cast(pl.String()).fill_null("null"),
+            )
+        )
 
     def _tokens_in_r(self, dtype: Any, outs: Mapping[str, pl.Series]) -> pl.Expr:
         """`r` with each value (`outs`: per row, its token or null) replaced, and the SMS
@@ -802,6 +884,14 @@ _PREFIXES: dict[str, tuple[int, str | None, int]] = {
     str(c): (c, _country_name(regions[0]) if len(regions) == 1 else _SHARED, len(str(c)))
     for c, regions in COUNTRY_CODE_TO_REGION_CODE.items()
 }
+
+
+# The same, as the vectorized lookups of `Pseudonymizer._made_all` read them.
+_CODE_OF: dict[str, int] = {prefix: code for prefix, (code, _, _) in _PREFIXES.items()}
+_PLACE_OF: dict[int, str | None] = {
+    code: place for code, place, _ in _PREFIXES.values() if place is not _SHARED
+}
+_SHARED_CODES = frozenset(code for code, place, _ in _PREFIXES.values() if place is _SHARED)
 
 
 def _other_names(r: Any) -> pl.Series:
