@@ -353,7 +353,6 @@ class Pseudonymizer:
         for name in present:
             key = _VALUE_PATHS[name][-1]
             column = values.get_column(name)
-            listed = column.to_list()
             if name in _NUMBER_VALUES:
                 # In (nearly) every record: each row's own number, split on and joined with
                 # its replacement; the group's distinct numbers are made at once (`_made_all`).
@@ -386,7 +385,8 @@ class Pseudonymizer:
                 numbers[name] = made.get_column("beside").alias(name)
                 continue
             out: dict[str, str | None] = {}
-            for v in column.drop_nulls().unique().to_list():
+            distinct = column.drop_nulls().unique()
+            for v in distinct.to_list():
                 token = self.identifier(v) if name in _IDENT_VALUES else self.text(v)
                 out[v] = token
                 if forgotten and token in forgotten:
@@ -394,7 +394,9 @@ class Pseudonymizer:
                     out[v] = None
                 if v not in others or name not in _NAME_VALUES:
                     pairs[f'"{key}":"{v}"'] = f'"{key}":{_json(out[v])}'
-            outs[name] = pl.Series(name, [out.get(v) for v in listed], pl.String())
+            outs[name] = column.replace_strict(
+                list(out), list(out.values()), default=None, return_dtype=pl.String()
+            ).alias(name)
         text = _replace_numbers(
             text, {n: values.get_column(n) for n in numbers}, numbers, _NUMBER_VALUES
         )
