@@ -778,29 +778,31 @@ def _replace_numbers(
         return text
     first, second = sides
     key = f'"{_PHONE_KEY}":"'
-    # At most three parts (a struct of three strings, no list): the third holds the rest.
-    parts = pl.col("t").str.splitn(key, 3)
-    p0, p1, p2 = (parts.struct.field(f"field_{i}") for i in range(3))
+    parts = pl.col("t").str.split(key)
     frame = pl.DataFrame(
         {"t": text, "a": values[first], "b": values[second]}
         | {"ra": replacements[first], "rb": replacements[second]}
     )
     both = (
         frame.lazy()
+        .with_columns(
+            parts.list.len().alias("n"),
+            *(parts.list.get(i, null_on_oob=True).alias(f"p{i}") for i in range(3)),
+        )
         .select(
             pl.when(
-                p1.str.starts_with(pl.col("a") + pl.lit('"'))
-                & p2.str.starts_with(pl.col("b") + pl.lit('"'))
-                & ~p2.str.contains(key, literal=True)  # the two keys split the record in three
+                (pl.col("n") == 3)  # the two keys split the record in three
+                & pl.col("p1").str.starts_with(pl.col("a") + pl.lit('"'))
+                & pl.col("p2").str.starts_with(pl.col("b") + pl.lit('"'))
             ).then(
                 pl.concat_str(
-                    p0,
+                    "p0",
                     pl.lit(f'"{_PHONE_KEY}":'),
                     "ra",
-                    p1.str.slice(pl.col("a").str.len_chars() + 1),
+                    pl.col("p1").str.slice(pl.col("a").str.len_chars() + 1),
                     pl.lit(f'"{_PHONE_KEY}":'),
                     "rb",
-                    p2.str.slice(pl.col("b").str.len_chars() + 1),
+                    pl.col("p2").str.slice(pl.col("b").str.len_chars() + 1),
                 )
             )
         )
