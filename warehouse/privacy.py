@@ -519,8 +519,6 @@ class Pseudonymizer:
                 != "0"
             )
         )
-        # Every value lands on one side: a null test is "not usual" (made by `_made`).
-        frame = frame.with_columns(pl.col("usual").fill_null(False))
         usual = frame.filter(pl.col("usual"))
         other = frame.filter(~pl.col("usual")).get_column("value").to_list()
         places = usual.select(
