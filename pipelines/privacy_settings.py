@@ -112,7 +112,8 @@ def privacy_problem(
             f"{key_var} is shorter than {MIN_KEY_BYTES} bytes: a short key can be guessed; set "
             f"{key_var} to a longer secret ({PHONE_NUMBERS_VAR}=token)"
         )
-    if key == DEMO_PII_KEY and not sandbox:
+    # Stripped: a secret file's trailing newline does not make the public key another one.
+    if key.strip() == DEMO_PII_KEY and not sandbox:
         return (
             f"{key_var} is the demo key of `make demo` and `make dev`, which is public: tokens "
             f"of real callers under it can be reversed; set {key_var} to a secret of your own "

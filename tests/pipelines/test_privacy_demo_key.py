@@ -92,6 +92,10 @@ def test_the_demo_key_keys_the_bundled_sandbox() -> None:
     )
     with pytest.raises(dg.Failure, match="demo key"):
         cluster.privacy()
+    # As a mounted secret file often holds it: with a trailing newline, still the public key.
+    mounted = cluster.model_copy(update={"pii_key": f" {DEMO_PII_KEY}\n"})
+    with pytest.raises(dg.Failure, match="demo key"):
+        mounted.privacy()
     own = ContactCenterResource(
         base_url="https://emea1.cc.example.com",
         api_key="a-key",
