@@ -35,6 +35,7 @@ from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
 from tests.support.privacy import with_raw_numbers
 from tests.support.processes import stop_process
+from tests.support.secrets import SecretSearch
 
 DEPLOY_YAML = REPO_ROOT / "pipelines" / "deploy" / "dagster.yaml"
 PG_USER = "dagster"
@@ -402,3 +403,25 @@ def deploy_env(
     env.update(aws_env or {})
     env.update(extra or {})
     return with_raw_numbers(env)
+
+
+def search_pod(
+    secret: str,
+    postgres: Postgres,
+    database: str,
+    s3: MotoS3,
+    bucket: str,
+    env: Mapping[str, str],
+) -> SecretSearch:
+    """`secret` searched in a pod's stores: every cell of its PostgreSQL database, every object
+    of its bucket, its DAGSTER_HOME and its data dir (`env`'s); the caller adds its outputs."""
+    search = SecretSearch(secret)
+    connection = postgres.connect(database)
+    try:
+        search.postgres(connection, f"postgresql:{database}")
+    finally:
+        connection.close()
+    search.s3(s3.client(), bucket)
+    search.path(Path(env["DAGSTER_HOME"]), "DAGSTER_HOME")
+    search.path(Path(env["CDRHOUSE_DATA_DIR"]), "data")
+    return search

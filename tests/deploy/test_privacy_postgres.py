@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from connectors.sandbox.config import DEFAULT_API_KEY
-from tests.deploy._services import MotoS3, Postgres, deploy_env
+from tests.deploy._services import MotoS3, Postgres, deploy_env, search_pod
 from tests.support.cli import run_cdrhouse
 from tests.support.clock import SessionClock
 from tests.support.sandboxes import make_sandbox, place_call
@@ -95,7 +95,7 @@ def test_the_canary_and_the_privacy_key_are_in_no_store_of_a_pod(
     assert rows.stdout.split() == ["to_phone_number", TOKEN], str(rows)
     assert forget.code == 0, str(forget)
     assert any(k.endswith(".parquet") for k in rejected), rejected
-    data, home = Path(env["CDRHOUSE_DATA_DIR"]), Path(env["DAGSTER_HOME"])
+    data = Path(env["CDRHOUSE_DATA_DIR"])
     assert list((data / "failures").glob("*.json")), "the withheld day's failure file"
     [(runs,)] = postgres.query(database, "select count(*) from runs")
     assert isinstance(runs, int)
@@ -103,15 +103,7 @@ def test_the_canary_and_the_privacy_key_are_in_no_store_of_a_pod(
 
     output = "\n".join(str(r) for r in (withheld, landed, report, rows, forget))
     for secret in (CANARY, PII_KEY):
-        search = SecretSearch(secret)
-        connection = postgres.connect(database)
-        try:
-            search.postgres(connection, f"postgresql:{database}")
-        finally:
-            connection.close()
-        search.s3(s3.client(), new_bucket)
-        search.path(home, "DAGSTER_HOME")
-        search.path(data, "data")
+        search = search_pod(secret, postgres, database, s3, new_bucket, env)
         search.path(tmp_path / "report.html", "report")
         search.text("every command's output", output)
         print(search.summary())

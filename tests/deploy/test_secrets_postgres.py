@@ -15,10 +15,9 @@ import pytest
 
 from connectors.sandbox import Sandbox, SandboxConfig
 from connectors.sandbox.config import ALL_SCOPES
-from tests.deploy._services import MotoS3, Postgres, deploy_env
+from tests.deploy._services import MotoS3, Postgres, deploy_env, search_pod
 from tests.support.clock import SessionClock
 from tests.support.echoing import KeyEcho, ingest_through_echo, serve_app
-from tests.support.secrets import SecretSearch
 
 SECRET_KEY = "sk-DEPLOY-3f9d0c7be21a4e58"
 LAKE_PREFIX = "lake"
@@ -77,15 +76,7 @@ def test_the_api_key_is_in_no_store_after_ingests_on_postgresql_and_s3(
     home, data = Path(env["DAGSTER_HOME"]), Path(env["CDRHOUSE_DATA_DIR"])
     assert not list(home.rglob("*.db")), "the runs are in PostgreSQL, not in SQLite"
 
-    search = SecretSearch(SECRET_KEY)
-    connection = postgres.connect(database)
-    try:
-        search.postgres(connection, f"postgresql:{database}")
-    finally:
-        connection.close()
-    search.s3(s3.client(), new_bucket)
-    search.path(home, "DAGSTER_HOME")
-    search.path(data, "data")
+    search = search_pod(SECRET_KEY, postgres, database, s3, new_bucket, env)
     search.text("stdout and stderr", ingest.output)
     search.texts("log record", ingest.logs)
     print(search.summary())
