@@ -3,7 +3,8 @@
 It is materialized once a night after the CDR days: its automation condition
 (`on_cron` of the nightly 01:00 UTC schedule) requests it once yesterday's partition of every
 `agg_*` pre-aggregate (the last step of a CDR run; `LastPartitionMapping`) and the balance
-snapshot have been updated since the tick, and none of them is still in progress. The
+snapshot have been updated since the tick (or their run failed: one failing account does not
+hold back the others'), and none of them is still in progress. The
 lookback days the same night revise older days; the next night's report shows them.
 
 It writes `<data dir>/reports/contact_center_report.html` (and a copy named by its range), and
@@ -44,18 +45,32 @@ class ReportConfig(dg.Config):
     )
 
 
-def report_condition() -> dg.AutomationCondition[Any]:
+def report_condition(
+    balance_keys: Sequence[str | dg.AssetKey] = (),
+) -> dg.AutomationCondition[Any]:
     """After the nightly tick, once each dependency's newest partition (yesterday, for the
-    daily aggregates) was updated since that tick, and none of them is in progress. An older
-    day landing (a lookback, a backfill) does not count."""
+    daily aggregates) was updated, or its run failed, since that tick, and none of them is in
+    progress; and at least one aggregate of yesterday landed. An older day landing (a
+    lookback, a backfill) does not count. A failed run counts as the night's end: one
+    account whose API is down or whose key is wrong does not hold back the report of the
+    others (its days are missing from it, and its runs failed); when every account failed,
+    there is nothing new to report."""
     tick: dg.AutomationCondition[Any] = dg.AutomationCondition.cron_tick_passed(NIGHTLY_CRON, "UTC")
-    newest_updated = (
-        dg.AutomationCondition.in_latest_time_window()
-        & dg.AutomationCondition.newly_updated().since(tick)
-    ).with_label("newest partition updated since the nightly tick")
+    newest = dg.AutomationCondition.in_latest_time_window()
+    updated = dg.AutomationCondition.newly_updated().since(tick)
+    ended = (
+        newest
+        & (
+            dg.AutomationCondition.newly_updated() | dg.AutomationCondition.execution_failed()
+        ).since(tick)
+    ).with_label("newest partition updated, or its run failed, since the nightly tick")
+    some_landed = dg.AutomationCondition.any_deps_match(
+        (newest & updated).with_label("newest partition updated since the nightly tick")
+    ).ignore(dg.AssetSelection.assets(*balance_keys))
     return (
         tick.since_last_handled()
-        & dg.AutomationCondition.all_deps_match(newest_updated)
+        & dg.AutomationCondition.all_deps_match(ended)
+        & some_landed
         & ~dg.AutomationCondition.any_deps_in_progress()
     ).with_label("after the nightly CDR days")
 
@@ -72,7 +87,7 @@ def build_report_asset(
         group_name=REPORT_GROUP,
         deps=[*deps, *(dg.AssetDep(k) for k in balance_keys)],
         kinds={"html", "duckdb"},
-        automation_condition=report_condition(),
+        automation_condition=report_condition(balance_keys),
         description=(
             "The contact-center report of the last 7 business days: one self-contained HTML "
             "file of headline tiles (with the previous 7 days), a per-queue table and 8 charts "
