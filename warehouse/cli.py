@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from warehouse.lake import Lake
+
 # DuckDB, polars and the lake are imported by the commands that run, not here: `cdrhouse` builds
 # its parser from this module, and `cdrhouse --help` must not pay for them. `cdrhouse sql` in
 # table format loads DuckDB alone (`warehouse.analyst`), never polars, pyarrow or the lake
@@ -283,46 +285,108 @@ def _one_line(exc: Exception) -> str:
 
 def add_lake_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="lake_command", required=True)
-    sub.add_parser("info", help="the lake's URI, data source and partitions per table")
-    reset = sub.add_parser(
-        "reset", help="delete every file of the lake (and warehouse.duckdb); needs --yes"
+    info = sub.add_parser(
+        "info", help="the lake's URI, and each account's data source and partitions per table"
     )
-    reset.add_argument("--yes", action="store_true", help="really delete everything")
+    info.add_argument("--account", help="this account only (default: every account)")
+    reset = sub.add_parser(
+        "reset",
+        help="delete every file of the lake, or of one account (--account), and "
+        "warehouse.duckdb; needs --yes",
+    )
+    reset.add_argument(
+        "--account",
+        help="delete this account's files only (its sub-lake, provenance included): the others "
+        "stay",
+    )
+    reset.add_argument("--yes", action="store_true", help="really delete them")
     sub.add_parser("views", help="rebuild warehouse.duckdb's views over the lake (no lake writes)")
 
 
 def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> int:
-    """Entry point of `cdrhouse lake`; exit 2 for a reset without --yes."""
-    from models.tables import ALL_TABLES
+    """Entry point of `cdrhouse lake`; exit 2 for a reset without --yes or an unknown account."""
     from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
     from warehouse.lake import Lake
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
-    if args.lake_command == "info":
-        print(f"lake:   {lake.uri}")
-        print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
-        with lake.cached_listing():  # one listing of the lake, not one per table
-            for spec in ALL_TABLES:
-                keys = lake.partitions(spec.name)
-                if keys:
-                    print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
-        return 0
     if args.lake_command == "views":
         path = build_warehouse(Path(data_dir), lake.uri)
         print(f"cdrhouse lake: views over {lake.uri} in {path}")
         return 0
-    source = lake.source()
-    if not args.yes:
+    account: str | None = getattr(args, "account", None)
+    with lake.cached_listing():  # one listing of the lake, not one per table or account
+        held = lake.accounts()
+    if account is not None and account not in held and not _claimed(lake, account):
+        known = ", ".join(held) or "none: the lake is empty"
         print(
-            f"cdrhouse lake reset: this deletes every file of the lake at {lake.uri} "
-            f"(source: {source or 'none'}) and {Path(data_dir) / WAREHOUSE_FILE}; "
-            "re-run with --yes to do it",
+            f"cdrhouse lake {args.lake_command}: no account {account!r} in {lake.uri} "
+            f"(accounts with data: {known})",
             file=sys.stderr,
         )
         return 2
-    removed = lake.reset()
-    (Path(data_dir) / WAREHOUSE_FILE).unlink(missing_ok=True)
-    print(f"cdrhouse lake reset: deleted {removed} file(s) from {lake.uri} (source was {source})")
+    if args.lake_command == "info":
+        _lake_info(lake, [account] if account else held)
+        return 0
+    return _lake_reset(lake, account, held, Path(data_dir) / WAREHOUSE_FILE, args.yes)
+
+
+def _claimed(lake: Lake, account: str) -> bool:
+    """Whether `account` is a valid id whose sub-lake records a source (it may hold no data:
+    a reset of it is how a wrong claim is undone)."""
+    try:
+        return lake.account(account).source() is not None
+    except ValueError:  # not an account id: no such account
+        return False
+
+
+def _lake_info(lake: Lake, accounts: list[str]) -> None:
+    """The root's URI and source, then each account's (the root's own first, unnamed)."""
+    from models.tables import ALL_TABLES
+    from warehouse.lake import DEFAULT_ACCOUNT
+
+    print(f"lake:   {lake.uri}")
+    if not accounts:
+        print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
+        return
+    for account in accounts:
+        sub = lake.account(account)
+        if account != DEFAULT_ACCOUNT:
+            print(f"account {account}: {sub.uri}")
+        print(f"source: {sub.source() or '(none recorded)'}")
+        with sub.cached_listing():
+            for spec in ALL_TABLES:
+                keys = sub.partitions(spec.name)
+                if keys:
+                    print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
+
+
+def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, yes: bool) -> int:
+    from warehouse.lake import DEFAULT_ACCOUNT
+
+    others = [a for a in held if a != DEFAULT_ACCOUNT]
+    if account == DEFAULT_ACCOUNT and others:
+        # The root's reset takes every sub-lake with it.
+        print(
+            f"cdrhouse lake reset: the account 'default' is the lake's root, and resetting it "
+            f"alone would delete accounts {', '.join(others)} too; reset them one by one, or "
+            "the whole lake without --account",
+            file=sys.stderr,
+        )
+        return 2
+    target = lake.account(account) if account else lake
+    what = f"account {account}'s files" if account and account != DEFAULT_ACCOUNT else "every file"
+    source = target.source()
+    if not yes:
+        print(
+            f"cdrhouse lake reset: this deletes {what} of the lake at {target.uri} "
+            f"(source: {source or 'none'}) and {views}; re-run with --yes to do it",
+            file=sys.stderr,
+        )
+        return 2
+    removed = target.reset()
+    # The views scan each account's files: rebuilt from what is left when next needed.
+    views.unlink(missing_ok=True)
+    print(f"cdrhouse lake reset: deleted {removed} file(s) from {target.uri} (source was {source})")
     return 0
 
 

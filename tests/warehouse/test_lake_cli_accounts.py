@@ -1,0 +1,124 @@
+"""`cdrhouse lake info` and `cdrhouse lake reset` on a lake of several accounts (issue 25).
+
+A real local lake: `default` (the root), `emea` and `apac` (sub-lakes), each with a CDR day,
+its aggregates and its own source, and a warehouse over them; the commands run through
+`pipelines.cli.main` as a shell runs them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from connectors.sandbox.generator import Dataset
+from pipelines.cli import main
+from tests.support.lake import lake_files
+from tests.warehouse.conftest import write_day
+from warehouse.duck import WAREHOUSE_FILE, build_warehouse, write_aggregates
+from warehouse.lake import DEFAULT_ACCOUNT, Lake, partition_key
+
+DAY = dt.date(2026, 11, 20)
+SEEDS = {DEFAULT_ACCOUNT: 21, "emea": 22, "apac": 23}
+
+
+def _lake(data_dir: Path) -> Lake:
+    lake = Lake((data_dir / "lake").as_uri())
+    for account, seed in SEEDS.items():
+        sub = lake.account(account)
+        sub.claim(f"sandbox:{seed}")
+        write_day(sub, Dataset(seed=seed, start_date=DAY, days=1, cdrs_per_day=30), DAY)
+        write_aggregates(sub, partition_key("date", DAY))
+    build_warehouse(data_dir)
+    return lake
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    return {"CDRHOUSE_DATA_DIR": str(data_dir)}
+
+
+def test_lake_info_shows_every_account_its_source_and_partitions(tmp_path: Path, capsys) -> None:
+    lake = _lake(tmp_path)
+    assert main(["lake", "info"], env=_env(tmp_path)) == 0
+    out = capsys.readouterr().out
+    cdrs = f"  {'cdrs':<24} {1:>5} partitions  date={DAY} .. date={DAY}"
+    # The root's own (default) first, unnamed as before accounts; then each account by id.
+    blocks = out.split("\naccount ")
+    assert blocks[0].startswith(f"lake:   {lake.uri}\nsource: sandbox:21\n")
+    assert cdrs in blocks[0]
+    assert [b.split(":")[0] for b in blocks[1:]] == ["apac", "emea"]
+    for block, account in zip(blocks[1:], ("apac", "emea"), strict=True):
+        assert block.startswith(f"{account}: {lake.uri}/account_id={account}\n")
+        assert f"source: sandbox:{SEEDS[account]}\n" in block
+        assert cdrs in block
+
+    assert main(["lake", "info", "--account", "emea"], env=_env(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "account emea:" in out
+    assert "sandbox:22" in out
+    assert "apac" not in out
+    assert "sandbox:21" not in out
+
+
+def test_lake_reset_of_one_account_keeps_every_other_byte(tmp_path: Path, capsys) -> None:
+    lake = _lake(tmp_path)
+    before = lake_files(tmp_path)
+    env = _env(tmp_path)
+
+    # Without --yes: a line saying what would go, nothing deleted.
+    assert main(["lake", "reset", "--account", "apac"], env=env) == 2
+    err = capsys.readouterr().err
+    assert "account apac's files" in err
+    assert "--yes" in err
+    assert lake_files(tmp_path) == before
+
+    assert main(["lake", "reset", "--account", "apac", "--yes"], env=env) == 0
+    assert "account_id=apac" in capsys.readouterr().out
+    after = lake_files(tmp_path)
+    gone = {name for name in before if name.startswith("account_id=apac/")}
+    assert gone
+    assert after == {k: v for k, v in before.items() if k not in gone}  # the rest byte-identical
+    assert Lake(lake.uri).accounts() == [DEFAULT_ACCOUNT, "emea"]
+    assert Lake(lake.uri).account("apac").source() is None  # another source may claim it now
+    # The views no longer scan apac: the analyst's next query rebuilds them over what is left.
+    assert not (tmp_path / WAREHOUSE_FILE).exists()
+    query = "SELECT account_id, count(*) AS n FROM cdrs GROUP BY ALL ORDER BY 1"
+    assert main(["sql", "--format", "json", query], env=env) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["account_id"] for r in rows] == [DEFAULT_ACCOUNT, "emea"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lake", "reset", "--account", "amer", "--yes"], "no account 'amer'"),
+        (["lake", "info", "--account", "amer"], "no account 'amer'"),
+        (["lake", "info", "--account", "EMEA"], "no account 'EMEA'"),
+        (["lake", "reset", "--account", "default", "--yes"], "would delete accounts apac, emea"),
+    ],
+    ids=["reset-unknown", "info-unknown", "info-not-an-id", "reset-root-alone"],
+)
+def test_lake_account_mistakes_exit_2_and_delete_nothing(
+    argv: list[str], message: str, tmp_path: Path, capsys
+) -> None:
+    _lake(tmp_path)
+    before = lake_files(tmp_path)
+    views = (tmp_path / WAREHOUSE_FILE).read_bytes()
+    assert main(argv, env=_env(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert lake_files(tmp_path) == before
+    assert (tmp_path / WAREHOUSE_FILE).read_bytes() == views
+
+
+def test_an_account_that_only_claimed_can_be_reset(tmp_path: Path, capsys) -> None:
+    """A sub-lake with a source recorded and no partition (its data removed by hand): its
+    claim is undone by resetting it, as a whole lake's is."""
+    lake = _lake(tmp_path)
+    lake.account("amer").claim("https://wrong.cc.example.com")
+    assert main(["lake", "reset", "--account", "amer", "--yes"], env=_env(tmp_path)) == 0
+    assert "source was https://wrong.cc.example.com" in capsys.readouterr().out
+    assert Lake(lake.uri).account("amer").source() is None
