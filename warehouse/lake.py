@@ -677,9 +677,12 @@ class Lake:
 
     def reset(self) -> int:
         """Delete every file of the lake, its source marker included; returns how many. Of
-        the root: every account's sub-lake too. Of a sub-lake: that account's files only."""
+        the root: every account's sub-lake too. Of a sub-lake: that account's files only.
+
+        The forget-list stays (`_privacy/`, tokens only): an erasure outlives a reset, or a
+        re-ingest of the same calls would bring the erased person back."""
         self._source = None
-        return self.store.remove_all()
+        return self.store.remove_all(keep=FORGET_LIST.split("/")[0])
 
     def cleanup_tmp(self, older_than_s: float = STALE_TMP_SECONDS) -> int:
         """Delete temp files left by killed writers (old enough not to be in use)."""

@@ -17,7 +17,6 @@ import contextlib
 import datetime as dt
 import errno
 import os
-import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -347,16 +346,20 @@ class LocalStore:
             path.parent.rmdir()
         return True
 
-    def remove_all(self) -> int:
+    def remove_all(self, keep: str | None = None) -> int:
+        """Delete every file (and folder) under the root but those under a folder named
+        `keep`, at any depth; returns how many files went."""
         if not self.root.is_dir():
             return 0
         removed = 0
-        for child in self.root.iterdir():
-            if child.is_dir():
-                removed += sum(1 for p in child.rglob("*") if p.is_file())
-                shutil.rmtree(child)
+        for path in sorted(self.root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if keep is not None and keep in path.relative_to(self.root).parts:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                with contextlib.suppress(OSError):  # not empty: it holds a kept file
+                    path.rmdir()
             else:
-                child.unlink()
+                path.unlink()
                 removed += 1
         return removed
 
@@ -544,11 +547,14 @@ class ObjectStore:
         self.fs.rm_file(self._p(rel))
         return True
 
-    def remove_all(self) -> int:
+    def remove_all(self, keep: str | None = None) -> int:
         try:
             files = self.fs.find(self.path)
         except FileNotFoundError:
             return 0
+        if keep is not None:
+            root = self.path.rstrip("/")
+            files = [f for f in files if keep not in f[len(root) :].split("/")]
         if files:
             self.fs.rm(files)
         return len(files)

@@ -122,3 +122,24 @@ def test_an_account_that_only_claimed_can_be_reset(tmp_path: Path, capsys) -> No
     assert main(["lake", "reset", "--account", "amer", "--yes"], env=_env(tmp_path)) == 0
     assert "source was https://wrong.cc.example.com" in capsys.readouterr().out
     assert Lake(lake.uri).account("amer").source() is None
+
+
+@pytest.mark.parametrize("account", ["apac", None], ids=["one-account", "whole-lake"])
+def test_a_reset_keeps_the_forget_list(account: str | None, tmp_path: Path, capsys) -> None:
+    """An erasure outlives a reset: the next ingest of the same calls reads the forget-list
+    and lands the token as null (`privacy forget`), so it must still be there."""
+    lake = _lake(tmp_path)
+    token = "ab" * 32
+    lake.account("apac").forget([token])
+    lake.forget(["cd" * 32])
+    argv = ["lake", "reset", "--yes"] + (["--account", account] if account else [])
+    assert main(argv, env=_env(tmp_path)) == 0
+    capsys.readouterr()
+    after = Lake(lake.uri)
+    assert after.account("apac").forgotten() == {token}
+    assert after.forgotten() == ({"cd" * 32})
+    assert after.account("apac").source() is None
+    # Only the lists are left of what went: no partition, no account holding data.
+    assert after.accounts() == ([] if account is None else [DEFAULT_ACCOUNT, "emea"])
+    left = {name for name in lake_files(tmp_path) if name.startswith("account_id=apac/")}
+    assert left == {"account_id=apac/_privacy/forgotten_tokens.txt"}
