@@ -143,3 +143,46 @@ def test_a_reset_keeps_the_forget_list(account: str | None, tmp_path: Path, caps
     assert after.accounts() == ([] if account is None else [DEFAULT_ACCOUNT, "emea"])
     left = {name for name in lake_files(tmp_path) if name.startswith("account_id=apac/")}
     assert left == {"account_id=apac/_privacy/forgotten_tokens.txt"}
+
+
+def test_one_account_reset_on_an_object_store_lake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The same on `s3://` (moto's server): `lake info` lists both accounts, and resetting one
+    deletes its objects only, keeping its forget-list and every object of the other."""
+    from tests.deploy._services import start_moto
+
+    (tmp_path / "moto").mkdir()
+    with start_moto(tmp_path / "moto") as s3:
+        for name, value in s3.env().items():
+            monkeypatch.setenv(name, value)
+        bucket = s3.create_bucket("reset-one")
+        lake = Lake(f"s3://{bucket}/lake")
+        for account, seed in (("emea", 22), ("apac", 23)):
+            sub = lake.account(account)
+            sub.claim(f"sandbox:{seed}")
+            write_day(sub, Dataset(seed=seed, start_date=DAY, days=1, cdrs_per_day=20), DAY)
+        lake.account("apac").forget(["ef" * 32])
+        client = s3.client()
+
+        def objects() -> dict[str, bytes]:
+            return {
+                k: client.get_object(Bucket=bucket, Key=k)["Body"].read()
+                for k in s3.keys(bucket, "lake/")
+            }
+
+        before = objects()
+        env = {**_env(tmp_path / "data"), "CDRHOUSE_LAKE_URI": lake.uri}
+        assert main(["lake", "info"], env=env) == 0
+        out = capsys.readouterr().out
+        assert f"account apac: {lake.uri}/account_id=apac" in out
+        assert f"account emea: {lake.uri}/account_id=emea" in out
+        assert main(["lake", "reset", "--account", "apac", "--yes"], env=env) == 0
+        capsys.readouterr()
+        after = objects()
+        kept = "lake/account_id=apac/_privacy/forgotten_tokens.txt"
+        assert after == {
+            k: v for k, v in before.items() if not k.startswith("lake/account_id=apac/")
+        } | {kept: before[kept]}
+        assert Lake(lake.uri).accounts() == ["emea"]
+        assert Lake(lake.uri).account("apac").forgotten() == {"ef" * 32}
