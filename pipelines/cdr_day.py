@@ -65,6 +65,11 @@ ROW_GROUP_BYTES = 48 * 2**20
 # only once at its end: the Parquet buffers of a 40 MB value (~110 MB) would otherwise stay
 # resident under the next table's. Ordinary groups (~6 MB) never pay for the extra trims.
 BIG_GROUP_BYTES = 16 * 2**20
+# Under `token`, row groups are rewritten (`Pseudonymizer.page`) this many rows at a time (and
+# at most ROW_GROUP_BYTES): much of its cost is per call (a few dozen polars expressions), so
+# 2 groups at once cost less CPU than one by one; each is still written alone. 4 at once cost
+# less CPU again but ~100 MB more RSS and no less wall (bench/RESULTS.md).
+PRIVACY_BATCH_ROWS = 2 * ROW_GROUP_ROWS
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
 # Pages being decoded or written at once (bounds memory, with the client's byte budget): enough
@@ -115,6 +120,7 @@ class DayWriter:
         rows: int = ROW_GROUP_ROWS,
         max_bytes: int = ROW_GROUP_BYTES,
         privacy: Pseudonymizer | None = None,
+        batch_rows: int = PRIVACY_BATCH_ROWS,
     ) -> None:
         self._privacy = privacy or Pseudonymizer(RAW)
         self._raw = raw
@@ -123,11 +129,16 @@ class DayWriter:
         self._stats = stats
         self._rows = rows
         self._max_bytes = max_bytes
+        self._batch_rows_max = batch_rows
         self._frames: list[pl.DataFrame] = []
         self._held = 0
         self._bytes = 0
         self._ahead: ThreadPoolExecutor | None = None
-        self._pending: tuple[Future[pl.DataFrame], bool] | None = None
+        # Under `token`: groups waiting for their batch's rewrite, and the batch being rewritten.
+        self._batch: list[tuple[pl.DataFrame, bool]] = []
+        self._batch_rows = 0
+        self._batch_bytes = 0
+        self._pending: tuple[Future[pl.DataFrame], list[tuple[int, bool]]] | None = None
 
     def add(self, frame: pl.DataFrame) -> None:
         size = int(frame.estimated_size())
@@ -143,13 +154,14 @@ class DayWriter:
     def flush(self) -> None:
         """Write every row group held so far."""
         self._cut()
+        self._submit()
         self._drain()
 
     def close(self) -> None:
         """Stop the privacy thread (a group it still holds is dropped: the day failed)."""
         if self._ahead is not None:
             self._ahead.shutdown(wait=True, cancel_futures=True)
-            self._ahead, self._pending = None, None
+            self._ahead, self._pending, self._batch = None, None, []
 
     def _cut(self) -> None:
         """The group held so far is complete: it is written now, or, under `token`, its
@@ -157,6 +169,7 @@ class DayWriter:
         if not self._frames:
             return
         big = self._bytes >= BIG_GROUP_BYTES
+        size = self._bytes
         frames, self._frames, self._held, self._bytes = self._frames, [], 0, 0
         group = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
         del frames
@@ -164,22 +177,42 @@ class DayWriter:
             self._privacy.learn(group)
         elif self._privacy.policy.tokens:
             # Before anything of the group is written, its records and values lose the
-            # people's numbers and names (`Pseudonymizer.page`), on a thread of its own: the
-            # rewrite of a group overlaps the write of the one before it (one group ahead).
-            if self._ahead is None:
-                self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-privacy")
-            paged = self._ahead.submit(self._privacy.page, group)
+            # people's numbers and names (`Pseudonymizer.page`), a batch of groups at a time
+            # on a thread of its own: the rewrite of a batch overlaps the writes of the one
+            # before it.
+            self._batch.append((group, big))
+            self._batch_rows += group.height
+            self._batch_bytes += size
             del group
-            self._drain()
-            self._pending = (paged, big)
+            if self._batch_rows >= self._batch_rows_max or self._batch_bytes >= self._max_bytes:
+                self._submit()
             return
         self._write(group, big)
 
+    def _submit(self) -> None:
+        """Start the rewrite of the groups batched so far (after the previous batch's writes)."""
+        if not self._batch:
+            return
+        batch, self._batch, self._batch_rows, self._batch_bytes = self._batch, [], 0, 0
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-privacy")
+        groups = [g for g, _ in batch]
+        whole = groups[0] if len(groups) == 1 else pl.concat(groups, how="vertical_relaxed")
+        paged = self._ahead.submit(self._privacy.page, whole)
+        shape = [(g.height, big) for g, big in batch]
+        del batch, groups, whole
+        self._drain()
+        self._pending = (paged, shape)
+
     def _drain(self) -> None:
         if self._pending is not None:
-            paged, big = self._pending
+            paged, shape = self._pending
             self._pending = None
-            self._write(paged.result(), big)
+            rewritten = paged.result()
+            offset = 0
+            for height, big in shape:
+                self._write(rewritten.slice(offset, height), big)
+                offset += height
 
     def _write(self, group: pl.DataFrame, big: bool) -> None:
         if self._raw is not None:
