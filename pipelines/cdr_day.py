@@ -65,11 +65,13 @@ ROW_GROUP_BYTES = 48 * 2**20
 # only once at its end: the Parquet buffers of a 40 MB value (~110 MB) would otherwise stay
 # resident under the next table's. Ordinary groups (~6 MB) never pay for the extra trims.
 BIG_GROUP_BYTES = 16 * 2**20
-# Under `token`, row groups are rewritten (`Pseudonymizer.page`) this many rows at a time (and
-# at most ROW_GROUP_BYTES): much of its cost is per call (a few dozen polars expressions), so
-# 2 groups at once cost less CPU than one by one; each is still written alone. 4 at once cost
-# less CPU again but ~100 MB more RSS and no less wall (bench/RESULTS.md).
+# Under `token`, row groups are rewritten (`Pseudonymizer.page`) this many rows at a time, up
+# to PRIVACY_BATCH_BYTES (no more than one group could be before), a big group alone: much of
+# its cost is per call (a few dozen polars expressions), so 2 groups at once cost less CPU
+# than one by one; each is still written alone. 4 at once cost less CPU again but ~100 MB
+# more RSS and no less wall (bench/RESULTS.md).
 PRIVACY_BATCH_ROWS = 2 * ROW_GROUP_ROWS
+PRIVACY_BATCH_BYTES = 2 * BIG_GROUP_BYTES
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
 # Pages being decoded or written at once (bounds memory, with the client's byte budget): enough
@@ -180,11 +182,17 @@ class DayWriter:
             # people's numbers and names (`Pseudonymizer.page`), a batch of groups at a time
             # on a thread of its own: the rewrite of a batch overlaps the writes of the one
             # before it.
+            if big:
+                self._submit()  # a big group (big records) is rewritten alone, as it is written
             self._batch.append((group, big))
             self._batch_rows += group.height
             self._batch_bytes += size
             del group
-            if self._batch_rows >= self._batch_rows_max or self._batch_bytes >= self._max_bytes:
+            if (
+                big
+                or self._batch_rows >= self._batch_rows_max
+                or self._batch_bytes >= PRIVACY_BATCH_BYTES
+            ):
                 self._submit()
             return
         self._write(group, big)
