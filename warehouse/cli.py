@@ -314,6 +314,9 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
         print(f"cdrhouse lake: views over {lake.uri} in {path}")
         return 0
     account: str | None = getattr(args, "account", None)
+    if args.lake_command == "reset" and account is None:
+        # The whole lake: no listing needed (on S3 the reset lists it once itself).
+        return _lake_reset(lake, None, [], Path(data_dir) / WAREHOUSE_FILE, args.yes)
     with lake.cached_listing():  # one listing of the lake, not one per table or account
         held = lake.accounts()
     if account is not None and account not in held and not _claimed(lake, account):

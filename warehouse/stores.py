@@ -359,7 +359,8 @@ class LocalStore:
                 with contextlib.suppress(OSError):  # not empty: it holds a kept file
                     path.rmdir()
             else:
-                path.unlink()
+                # A run's temp file may go between the walk and here: not a failed reset.
+                path.unlink(missing_ok=True)
                 removed += 1
         return removed
 
