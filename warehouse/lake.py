@@ -72,9 +72,16 @@ from warehouse.stores import (
 )
 
 MARKER_FILE = "_cdrhouse_lake.json"
+# The account's privacy records, which outlive a reset (`Lake.reset`); no table glob reads them.
+PRIVACY_DIR = "_privacy"
 # The erased people's tokens (never their numbers), one per line: every landing of the account
-# honours it (`warehouse.privacy`). A file, not a partition: no table glob reads it.
-FORGET_LIST = "_privacy/forgotten_tokens.txt"
+# honours it (`warehouse.privacy`).
+FORGET_LIST = f"{PRIVACY_DIR}/forgotten_tokens.txt"
+# Which key makes the account's tokens (its `META_KEY_CHECK`, not the key): created by the first
+# partition published with tokens, exclusively, as MARKER_FILE is, so of two first landings
+# under different keys one lands and the other is refused at its publish. It stays with the
+# forget-list, whose tokens that key made.
+KEY_MARKER_FILE = f"{PRIVACY_DIR}/pii_key.json"
 # Every warehouse table and view has it, first; in the lake it is the sub-lake's path.
 ACCOUNT_COLUMN = "account_id"
 # Its meaning, in the dictionary and the catalog (here, so neither needs the other's imports:
@@ -139,6 +146,19 @@ class LakeKeyConflict(LakeSourceConflict):
             f"refusing to use this CDRHOUSE_PII_KEY (or the account's pii_key_env) with {where}: "
             f"its tokens were made with another key ({len(days)} day(s): {shown}), so a "
             "number's token would not match them; set the key those days were landed with"
+        )
+
+    @classmethod
+    def claimed(cls, uri: str, account: str) -> LakeKeyConflict:
+        where = (
+            f"the lake at {uri}"
+            if account == DEFAULT_ACCOUNT
+            else f"account {account!r} of the lake ({uri})"
+        )
+        return cls(
+            f"refusing to use this CDRHOUSE_PII_KEY (or the account's pii_key_env) with {where}: "
+            f"its tokens and forget-list are made with another key ({KEY_MARKER_FILE}), so a "
+            "number's token would not match them; set the key they are made with"
         )
 
 
@@ -211,6 +231,7 @@ class PartitionWriter:
     drop: str | None  # the partition column: in the path, not in the file
     claim: str | None  # the source that claims the lake with this first partition
     free_text: frozenset[str] = frozenset()  # no dictionary, no statistics (TableSpec)
+    key_claim: str | None = None  # the key check of the tokens it holds (KEY_MARKER_FILE)
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
@@ -219,7 +240,7 @@ class PartitionWriter:
         the published partition untouched. Rejected data claims no lake."""
         if not self.rel.startswith(f"{REJECTED_DIR}/"):
             self.rel = f"{REJECTED_DIR}/{self.rel}"
-        self.claim = None
+        self.claim = self.key_claim = None
 
     def __enter__(self) -> PartitionWriter:
         self.tmp.parent.mkdir(parents=True, exist_ok=True)
@@ -273,6 +294,8 @@ class PartitionWriter:
             writer.close()
             if self.claim is not None:
                 self.lake.claim(self.claim)  # the first partition claims the lake
+            if self.key_claim is not None:
+                self.lake.claim_key(self.key_claim)  # and the first with tokens, their key
             self.lake.store.publish(self.tmp, self.rel)
         except BaseException:
             self.tmp.unlink(missing_ok=True)
@@ -473,6 +496,29 @@ class Lake:
         ]
         if other:
             raise LakeKeyConflict.between_keys(other, self.uri, self.account_id)
+        if self.key_claimed() not in (None, key_check):
+            raise LakeKeyConflict.claimed(self.uri, self.account_id)
+
+    def key_claimed(self) -> str | None:
+        """The key check of the key this lake's tokens are made with (KEY_MARKER_FILE), None
+        while no partition with tokens was published since it existed."""
+        data = self.store.read_bytes(KEY_MARKER_FILE)
+        if data is None:
+            return None
+        check = json.loads(data).get("pii_key_check")
+        return str(check) if check else None
+
+    def claim_key(self, key_check: str) -> None:
+        """Record `key_check` as the key of this lake's tokens, or refuse if another key's
+        is recorded (`LakeKeyConflict`). Called when a partition with tokens is published:
+        two first landings under different keys both pass `check_key`, one publishes."""
+        current = self.key_claimed()
+        if current is None:
+            marker = {"pii_key_check": key_check, "claimed_at": _now_ms()}
+            self.store.create_exclusive(KEY_MARKER_FILE, json.dumps(marker).encode())
+            current = self.key_claimed()  # a concurrent first writer may have won
+        if current != key_check:
+            raise LakeKeyConflict.claimed(self.uri, self.account_id)
 
     def check_source(self, source: str) -> None:
         """Refuse `source` if the lake holds another source's data; writes nothing."""
@@ -556,7 +602,7 @@ class Lake:
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
         spec = TABLES.get(table)
         free_text = spec.free_text_columns if spec is not None else frozenset()
-        return PartitionWriter(self, rel, tmp, schema, drop, claim, free_text)
+        return PartitionWriter(self, rel, tmp, schema, drop, claim, free_text, key_claim=key_check)
 
     def write(
         self,
@@ -680,9 +726,11 @@ class Lake:
         the root: every account's sub-lake too. Of a sub-lake: that account's files only.
 
         The forget-list stays (`_privacy/`, tokens only): an erasure outlives a reset, or a
-        re-ingest of the same calls would bring the erased person back."""
+        re-ingest of the same calls would bring the erased person back. So does the record of
+        the key its tokens are made with (KEY_MARKER_FILE): under another key they would not
+        match."""
         self._source = None
-        return self.store.remove_all(keep=FORGET_LIST.split("/")[0])
+        return self.store.remove_all(keep=PRIVACY_DIR)
 
     def cleanup_tmp(self, older_than_s: float = STALE_TMP_SECONDS) -> int:
         """Delete temp files left by killed writers (old enough not to be in use)."""

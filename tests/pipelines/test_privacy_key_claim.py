@@ -1,0 +1,125 @@
+"""Issue 26, one key per lake, when the footers cannot tell: the first partition published
+with tokens claims the key (`_privacy/pii_key.json`: its check, never the key; created
+exclusively, as the lake's source marker is), and every later publish with tokens is checked
+against it.
+
+Before, the only check read the newest day's footer at the start of the step, so:
+* two first landings under different keys into an empty lake both passed it and both landed;
+* a lake whose newest day was landed under `raw` (no key in its footer) took another key;
+* a reset lake took another key, while its forget-list (kept by the reset) holds tokens of
+  the first one, which the new tokens would never match: the erased would come back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from connectors.sandbox.faults import FaultConfig
+from pipelines.cdr_day import land_day
+from tests.support.served import ServedSandbox
+from tests.support.token_lake import DAY1, DAY2, KEY, POLICY, digests, land, sandbox
+from warehouse.erasure import PERSON_TABLES
+from warehouse.lake import KEY_MARKER_FILE, Lake, LakeKeyConflict
+from warehouse.privacy import RAW, PrivacyPolicy
+
+OTHER = PrivacyPolicy("token", b"another-key-of-the-same-team-0042")
+DAY3 = "2026-11-04"
+# Each answer of the two landings: both have passed the step's start-of-day check long
+# before either publishes.
+LATENCY_MS = 1500.0
+
+
+@pytest.fixture
+def slow(served: ServedSandbox) -> Iterator[ServedSandbox]:
+    served.reset()
+    served.sandbox.faults = FaultConfig(latency_ms=LATENCY_MS)
+    yield served
+    served.reset()
+
+
+def _checks(lake: Lake) -> set[str | None]:
+    return {
+        lake.key_check_of(table, key) for table in PERSON_TABLES for key in lake.partitions(table)
+    }
+
+
+def _assert_refused_by_the_claim(refused: BaseException | None) -> None:
+    assert isinstance(refused, LakeKeyConflict), refused
+    message = str(refused)
+    assert KEY_MARKER_FILE in message  # the claim, not a day's footer, refused it
+    assert "CDRHOUSE_PII_KEY" in message
+    assert "\n" not in message
+    for key in (KEY, b"another-key-of-the-same-team-0042"):
+        assert key.decode() not in message
+        assert key.hex() not in message
+
+
+def test_two_first_landings_under_different_keys_into_an_empty_lake_one_lands(
+    slow: ServedSandbox, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "lake")
+    log = logging.getLogger("test")
+    days = {POLICY.key_check: slow.clock.days_ago(3), OTHER.key_check: slow.clock.days_ago(4)}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # Two processes' worth: each landing has its own Lake (nothing cached is shared).
+        runs = {
+            policy.key_check: pool.submit(
+                land_day,
+                slow.resource(),
+                Lake(uri),
+                log,
+                days[policy.key_check].isoformat(),
+                privacy=policy,
+            )
+            for policy in (POLICY, OTHER)
+        }
+        outcomes = {check: run.exception(timeout=180) for check, run in runs.items()}
+
+    landed = [check for check, error in outcomes.items() if error is None]
+    assert len(landed) == 1, outcomes
+    (refused,) = [error for error in outcomes.values() if error is not None]
+    _assert_refused_by_the_claim(refused)
+    lake = Lake(uri)
+    assert lake.key_claimed() == landed[0]
+    assert _checks(lake) == {landed[0]}
+    # The refused day published nothing, in any table, and left no temp file.
+    loser = next(day for check, day in days.items() if check != landed[0])
+    for table in PERSON_TABLES:
+        assert f"date={loser}" not in lake.partitions(table)
+    assert not list((tmp_path / "lake" / "_tmp").glob("*"))
+
+
+def test_a_lake_whose_newest_day_is_raw_still_refuses_another_key(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY1)  # tokens under KEY
+    land(lake, DAY2, RAW)  # the newest day's footer names no key
+    before = digests(tmp_path)
+
+    with pytest.raises(LakeKeyConflict) as refused:
+        land_day(sandbox(), lake, logging.getLogger("test"), DAY3, privacy=OTHER)
+
+    _assert_refused_by_the_claim(refused.value)
+    assert digests(tmp_path) == before
+    land(lake, DAY3)  # the lake's own key still lands
+    assert _checks(lake) == {POLICY.key_check, None}
+
+
+def test_a_reset_lake_keeps_its_key_with_its_forget_list(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY1)
+    lake.forget(["ab" * 32])
+    lake.reset()
+    assert lake.partitions("raw_cdrs") == []
+    assert lake.forgotten() == {"ab" * 32}
+
+    with pytest.raises(LakeKeyConflict) as refused:
+        land_day(sandbox(), lake, logging.getLogger("test"), DAY1, privacy=OTHER)
+
+    _assert_refused_by_the_claim(refused.value)
+    assert lake.partitions("raw_cdrs") == []
+    land(lake, DAY1)
+    assert _checks(lake) == {POLICY.key_check}
