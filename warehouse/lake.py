@@ -316,6 +316,7 @@ class Lake:
         self._listing: dict[str, dict[str, float]] | None = None
         self._accounts: dict[str, dict[str, dict[str, float]]] | None = None
         self._source: str | None = None
+        self._key: str | None = None  # the key check claimed (KEY_MARKER_FILE), once read
 
     def __repr__(self) -> str:
         if self.is_sub_lake:
@@ -502,11 +503,14 @@ class Lake:
     def key_claimed(self) -> str | None:
         """The key check of the key this lake's tokens are made with (KEY_MARKER_FILE), None
         while no partition with tokens was published since it existed."""
+        if self._key is not None:
+            return self._key  # a claim stays until the privacy folder is deleted
         data = self.store.read_bytes(KEY_MARKER_FILE)
         if data is None:
             return None
         check = json.loads(data).get("pii_key_check")
-        return str(check) if check else None
+        self._key = str(check) if check else None
+        return self._key
 
     def claim_key(self, key_check: str) -> None:
         """Record `key_check` as the key of this lake's tokens, or refuse if another key's
