@@ -9,7 +9,7 @@ import pytest
 from tests.deploy._services import MotoS3
 from tests.support.token_lake import DAY1, DAY2, POLICY, land
 from warehouse.erasure import forget
-from warehouse.lake import Lake, LakeKeyConflict
+from warehouse.lake import KEY_MARKER_FILE, Lake, LakeKeyConflict
 from warehouse.privacy import PrivacyPolicy, phone_token
 
 OTHER = PrivacyPolicy("token", b"another-key-of-the-same-team-0042")
@@ -41,3 +41,25 @@ def test_another_key_is_refused_on_an_s3_lake_and_no_object_changes(
     assert Lake(f"s3://{new_bucket}/lake").key_check_of("raw_cdrs", f"date={DAY2}") == (
         POLICY.key_check
     )
+
+
+def test_of_two_key_claims_on_an_s3_lake_the_first_holds(
+    s3: MotoS3, new_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key claim on S3 (an object created by a conditional PUT): a second first landing,
+    which read no claim before the first made one, is refused at its publish
+    (`warehouse.lake.Lake.claim_key`), and the claimed key goes on."""
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    uri = f"s3://{new_bucket}/lake"
+    first, second = Lake(uri), Lake(uri)
+    assert first.key_claimed() is None
+    assert second.key_claimed() is None  # both see an empty lake
+    assert POLICY.key_check is not None
+    assert OTHER.key_check is not None
+    first.claim_key(POLICY.key_check)
+    with pytest.raises(LakeKeyConflict, match=KEY_MARKER_FILE):
+        second.claim_key(OTHER.key_check)
+    second.claim_key(POLICY.key_check)  # the claimed key goes on
+    assert Lake(uri).key_claimed() == POLICY.key_check
+    assert f"lake/{KEY_MARKER_FILE}" in _objects(s3, new_bucket)
