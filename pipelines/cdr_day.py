@@ -368,8 +368,9 @@ def land_day(
     source = contact_center.source_id
     stats = DayStats()
     checks = DayChecks(partition)
-    # Tokens under another key than the lake's days: refused before the API is called.
-    lake.check_key(privacy.key_check)
+    # Tokens under another key than the lake's, or numbers in clear into a lake of tokens:
+    # refused before the API is called.
+    lake.check_landing(privacy.key_check)
     pz = Pseudonymizer.for_lake(privacy, lake)
     with lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
         try:
@@ -428,7 +429,7 @@ def renormalize_day(
     # The typed tables come from the raw partition, so they carry its source.
     source = lake.partition_source(RAW_CDRS, key)
     # The day's tokens were made when it landed; the typed tables are made under that key.
-    lake.check_key(privacy.key_check)
+    lake.check_landing(privacy.key_check)
     stats = DayStats()
     checks = DayChecks(partition)
     try:

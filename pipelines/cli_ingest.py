@@ -200,7 +200,7 @@ def cmd_ingest(
         lake = warehouse.lake(account.id)
         try:
             lake.check_source(wanted[account.id])
-            lake.check_key(key_checks[account.id])  # LakeKeyConflict: another key's tokens
+            lake.check_landing(key_checks[account.id])  # LakeKeyConflict: another key
         except LakeSourceConflict as exc:
             raise CliError(str(exc)) from None
     defs = build_defs(

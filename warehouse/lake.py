@@ -161,6 +161,20 @@ class LakeKeyConflict(LakeSourceConflict):
             "number's token would not match them; set the key they are made with"
         )
 
+    @classmethod
+    def in_clear(cls, uri: str, account: str) -> LakeKeyConflict:
+        where = (
+            f"the lake at {uri}"
+            if account == DEFAULT_ACCOUNT
+            else f"account {account!r} of the lake ({uri})"
+        )
+        return cls(
+            "refusing to land callers' numbers as the API sends them "
+            f"(CDRHOUSE_PHONE_NUMBERS=raw) into {where}: its days hold keyed tokens "
+            f"({KEY_MARKER_FILE}); set CDRHOUSE_PHONE_NUMBERS=token and the key they are made "
+            "with, or land raw numbers into another lake"
+        )
+
 
 def partition_key(column: str, value: dt.date | str) -> str:
     return f"{column}={value.isoformat() if isinstance(value, dt.date) else value}"
@@ -484,9 +498,10 @@ class Lake:
         self, key_check: str | None, footers: dict[str, pq.FileMetaData | None] | None = None
     ) -> None:
         """Refuse tokens made under the key of `key_check` when this lake's days were landed
-        under another key (`LakeKeyConflict`); None (no tokens) is never refused. Reads the
-        newest day's footer, unless given `footers` (`day_footers`: an erasure checks every
-        day). Days landed before the check was recorded are taken as matching."""
+        under another key (`LakeKeyConflict`): the key the lake's tokens claimed
+        (KEY_MARKER_FILE), and the newest day's footer, or every day's given in `footers`
+        (`day_footers`: an erasure checks every day; days landed before the check was recorded
+        are taken as matching). None (no key given) is never refused."""
         if key_check is None:
             return
         found = self.day_footers(newest=True) if footers is None else footers
@@ -499,6 +514,14 @@ class Lake:
             raise LakeKeyConflict.between_keys(other, self.uri, self.account_id)
         if self.key_claimed() not in (None, key_check):
             raise LakeKeyConflict.claimed(self.uri, self.account_id)
+
+    def check_landing(self, key_check: str | None) -> None:
+        """`check_key` for a landing of CDRs, where None means `raw`: numbers in clear, which a
+        lake whose tokens claimed a key refuses (`LakeKeyConflict`), since numbers beside
+        tokens would undo what `token` promised its readers."""
+        if key_check is None and self.key_claimed() is not None:
+            raise LakeKeyConflict.in_clear(self.uri, self.account_id)
+        self.check_key(key_check)
 
     def key_claimed(self) -> str | None:
         """The key check of the key this lake's tokens are made with (KEY_MARKER_FILE), None

@@ -7,19 +7,24 @@ Before, the only check read the newest day's footer at the start of the step, so
 * two first landings under different keys into an empty lake both passed it and both landed;
 * a lake whose newest day was landed under `raw` (no key in its footer) took another key;
 * a reset lake took another key, while its forget-list (kept by the reset) holds tokens of
-  the first one, which the new tokens would never match: the erased would come back."""
+  the first one, which the new tokens would never match: the erased would come back;
+* a lake of tokens took a day under `raw`: numbers in clear beside the tokens, which a
+  deployment whose setting was lost or mistyped would land without a word."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from connectors.sandbox.faults import FaultConfig
 from pipelines.cdr_day import land_day
+from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
+from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.served import ServedSandbox
 from tests.support.token_lake import DAY1, DAY2, KEY, POLICY, digests, land, sandbox
 from warehouse.erasure import PERSON_TABLES
@@ -95,8 +100,8 @@ def test_two_first_landings_under_different_keys_into_an_empty_lake_one_lands(
 
 def test_a_lake_whose_newest_day_is_raw_still_refuses_another_key(tmp_path: Path) -> None:
     lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY2, RAW)  # switched from raw: the newest day's footer names no key
     land(lake, DAY1)  # tokens under KEY
-    land(lake, DAY2, RAW)  # the newest day's footer names no key
     before = digests(tmp_path)
 
     with pytest.raises(LakeKeyConflict) as refused:
@@ -123,3 +128,31 @@ def test_a_reset_lake_keeps_its_key_with_its_forget_list(tmp_path: Path) -> None
     assert lake.partitions("raw_cdrs") == []
     land(lake, DAY1)
     assert _checks(lake) == {POLICY.key_check}
+
+
+def test_a_lake_of_tokens_refuses_numbers_in_clear(served: ServedSandbox, tmp_path: Path) -> None:
+    """By the day step (a Dagster step fails at once on `LakeKeyConflict`) and by `cdrhouse
+    ingest`, before any run, in one line naming the setting, exit 2."""
+    day = served.clock.days_ago(4)
+    data_dir = tmp_path / "data"
+    lake = Lake(str(data_dir / "lake"))
+    log = logging.getLogger("test")
+    stats, checks = land_day(served.resource(), lake, log, day.isoformat(), privacy=POLICY)
+    assert checks.whole(stats.rows, stats.api_total)
+    before = digests(data_dir)
+
+    with pytest.raises(LakeKeyConflict) as refused:
+        land_day(served.resource(), Lake(lake.uri), log, day.isoformat(), privacy=RAW)
+    assert "CDRHOUSE_PHONE_NUMBERS=raw" in str(refused.value)
+    assert digests(data_dir) == before
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(LOCAL_INSTANCE_YAML.read_text())
+    env = clean_env(**served.env(data_dir) | {"DAGSTER_HOME": str(home)})  # raw: the default
+    argv = ["ingest", "--start", day.isoformat(), "--end", (day + timedelta(1)).isoformat()]
+    run = run_cdrhouse(argv, env)
+
+    assert_one_line_setup_error(run, "CDRHOUSE_PHONE_NUMBERS=raw", KEY_MARKER_FILE)
+    assert digests(data_dir) == before
+    assert tree(home) == ["dagster.yaml"]  # no run was recorded
