@@ -464,7 +464,7 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
     import duckdb
 
     from warehouse.analyst import report_path
-    from warehouse.report import write_report
+    from warehouse.report import missing_lines, write_report
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
     problem = _ensure_views(Path(data_dir), lake_uri)
@@ -486,4 +486,7 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
     last = end - dt.timedelta(days=1)
     what = "no CDRs in that range" if report.empty else f"{report.headline.cdrs:,} CDRs"
     print(f"cdrhouse report: {start} .. {last} ({what}) -> {out.resolve()}")
+    if not report.empty:
+        for line in missing_lines(report):
+            print(f"cdrhouse report: {line}")
     return 0

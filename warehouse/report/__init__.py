@@ -16,7 +16,9 @@ DOM; and altair validates each spec against the Vega-Lite schema when it is buil
 Money stays exact: a cost is drawn from a float but its tooltip and table show the DECIMAL the
 view returned, as text (`cost_exact`); the tiles write it in CDRHOUSE_CURRENCY with 2 decimals
 rounded from the Decimal, and list it exactly beside. A chart whose query finds no rows says
-so in a sentence instead of drawing empty axes.
+so in a sentence instead of drawing empty axes. Above the tiles, the UTC days of the period
+without a CDR are listed per account (`Report.missing`): a night whose ingest failed for one
+account shows there, not only as lower totals.
 
 Modules: `data.py` (the typed results, rows as JSON-ready values), `charts.py` (each chart's
 query and reshape, in page order), `drawings.py` (the altair charts), `page.py` (the HTML) and
@@ -26,7 +28,7 @@ query and reshape, in page order), `drawings.py` (the altair charts), `page.py` 
 from warehouse.report.build import build_report, write_report
 from warehouse.report.charts import CHARTS
 from warehouse.report.data import Chart, ChartResult, Headline, QueueTable, Report, Tile
-from warehouse.report.page import javascript_bundle, render_html
+from warehouse.report.page import javascript_bundle, missing_lines, render_html
 
 __all__ = [
     "CHARTS",
@@ -38,6 +40,7 @@ __all__ = [
     "Tile",
     "build_report",
     "javascript_bundle",
+    "missing_lines",
     "render_html",
     "write_report",
 ]

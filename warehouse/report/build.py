@@ -4,7 +4,7 @@ chart rows into Vega-Lite specs, write the page."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -101,7 +101,31 @@ def build_report(
         currency=currency,
         account=account,
         accounts=tuple(sorted(sources)),
+        missing=_missing(con, start, end, [account] if account is not None else sorted(sources)),
     )
+
+
+# The UTC days (`date`, the partition) of the period each account has CDRs for: read from the
+# partition paths of the period only.
+_DAYS_SQL = (
+    "SELECT account_id, date FROM cdrs WHERE date >= $start AND date < $end "
+    "AND ($account IS NULL OR account_id = $account) GROUP BY ALL"
+)
+
+
+def _missing(
+    con: duckdb.DuckDBPyConnection, start: date, end: date, accounts: list[str]
+) -> dict[str, tuple[date, ...]]:
+    """Per account of `accounts`, the UTC days of `[start, end)` without a CDR."""
+    if not accounts:
+        return {}
+    account = accounts[0] if len(accounts) == 1 else None
+    held: dict[str, set[date]] = {a: set() for a in accounts}
+    for account_id, day in con.execute(_DAYS_SQL, params(start, end, account)).fetchall():
+        held.setdefault(str(account_id), set()).add(day)
+    period = [start + timedelta(days=i) for i in range((end - start).days)]
+    gaps = {a: tuple(d for d in period if d not in held[a]) for a in accounts}
+    return {a: days for a, days in gaps.items() if days}
 
 
 def _sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:

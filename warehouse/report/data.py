@@ -99,6 +99,9 @@ class Report:
     currency: str | None = None  # CDRHOUSE_CURRENCY: the sign written before money
     account: str | None = None  # the one account reported on; None: every account, summed
     accounts: tuple[str, ...] = ()  # the accounts the warehouse holds
+    # The UTC days of the period without a CDR in the warehouse, per account reported on
+    # (accounts with every day have none): a failed night's account is absent from the totals.
+    missing: dict[str, tuple[date, ...]] = field(default_factory=dict)
 
     @property
     def previous_start(self) -> date:

@@ -59,6 +59,9 @@ section { border-top: 1px solid #ddd; padding: 16px 0; }
 .source { color: #666; font-size: 12px; }
 section > .note { color: #444; font-size: 13px; margin: 4px 0; }
 .empty { font-size: 16px; color: #8a4b08; background: #fff7e6; padding: 10px 14px; }
+.missing { color: #8a4b08; background: #fff7e6; border-left: 4px solid #e0a030;
+           padding: 4px 12px; margin: 10px 0; }
+.missing p, .missing ul { margin: 4px 0; }
 table { border-collapse: collapse; font-size: 12px; margin-top: 8px; }
 td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: right; }
 th { background: #f4f4f4; }
@@ -223,6 +226,47 @@ def _queue_table(queues: QueueTable, report: Report) -> str:
     )
 
 
+def _runs(days: tuple[date, ...]) -> str:
+    """`2026-11-20 to 2026-11-22, 2026-11-25`: consecutive days as one range."""
+    runs: list[list[date]] = []
+    for day in days:
+        if runs and (day - runs[-1][-1]).days == 1:
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in runs)
+
+
+def missing_lines(report: Report) -> list[str]:
+    """The days without CDRs as text, one line per account (`cdrhouse report`, the asset's
+    log)."""
+    total = (report.end - report.start).days
+    named = report.account is not None or len(report.accounts) > 1
+    return [
+        ("account " + account + ": " if named else "")
+        + f"no CDRs for {_runs(days)} ({len(days)} of {total} days, UTC)"
+        for account, days in sorted(report.missing.items())
+    ]
+
+
+def _missing_days(report: Report) -> str:
+    """Which accounts lack which days: otherwise a failed night only shows as lower totals."""
+    total = (report.end - report.start).days
+    named = report.account is not None or len(report.accounts) > 1
+    items = "".join(
+        f'<li data-account="{html.escape(account)}" data-days="{len(days)}">'
+        + (f"account {html.escape(account)}: " if named else "")
+        + f"{html.escape(_runs(days))} ({len(days)} of {total} days)</li>"
+        for account, days in sorted(report.missing.items())
+    )
+    return (
+        '<div class="missing" id="missing-days"><p>Days without CDRs in this warehouse (UTC '
+        "days): every figure below leaves them out. A night whose ingest failed, or days not "
+        "ingested yet (<code>cdrhouse ingest --start DAY --end DAY</code>).</p>"
+        f"<ul>{items}</ul></div>"
+    )
+
+
 def render_html(report: Report) -> str:
     last = date.fromordinal(report.end.toordinal() - 1)
     before = date.fromordinal(report.start.toordinal() - 1)
@@ -259,6 +303,8 @@ def render_html(report: Report) -> str:
             "another range.</p>"
         )
     else:
+        if report.missing:
+            parts.append(_missing_days(report))
         parts.append(_tiles(report))
         parts.append(
             '<p class="footnote">* AHT (average handle time) is talk + hold: the API gives no '

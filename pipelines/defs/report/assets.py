@@ -97,7 +97,7 @@ def build_report_asset(
     def contact_center_report(
         context: dg.AssetExecutionContext, config: ReportConfig, warehouse: WarehouseResource
     ) -> dg.MaterializeResult[Any]:
-        from warehouse.report import write_report
+        from warehouse.report import missing_lines, write_report
 
         # Business days: the KPI views' `local_date` is in the warehouse's zone.
         end = last_complete_local_end(utc_now(), ZoneInfo(warehouse.timezone))
@@ -118,6 +118,9 @@ def build_report_asset(
             uri = f"{lake.uri.rstrip('/')}/{REMOTE_DIR}/{REPORT_FILE}"
             lake.fs.pipe_file(uri, html)
         context.log.info(f"report {start}..{last}: {report.headline.cdrs} CDRs -> {uri}")
+        missing = [] if report.empty else missing_lines(report)
+        for line in missing:
+            context.log.warning(f"report {start}..{last}: {line}")
         headline = report.headline
         metadata: dict[str, Any] = {
             "report": dg.MetadataValue.url(uri),
@@ -127,6 +130,7 @@ def build_report_asset(
             "cost": float(headline.cost),
             "cost_exact": format(headline.cost, "f"),
             "bytes": len(html),
+            "missing_days": "; ".join(missing) or "none",
         }
         if headline.sla_met_pct is not None:
             metadata["sla_met_pct"] = float(headline.sla_met_pct)

@@ -1,0 +1,101 @@
+"""The report names the days it has no CDRs for, per account.
+
+A night whose ingest failed for one account (a wrong key, its API down) used to show only as
+lower totals: the report summed the accounts that landed and said nothing of the one that did
+not. A real local lake of three accounts (the sandbox generator's days), `apac` missing the
+second day; the report is built from the real `warehouse.duckdb`, and `cdrhouse report` is run
+through its entry point."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from connectors.sandbox.generator import Dataset
+from pipelines.cli import main
+from tests.warehouse.conftest import write_day
+from warehouse.duck import build_warehouse, write_aggregates
+from warehouse.lake import DEFAULT_ACCOUNT, Lake, partition_key
+from warehouse.report import build_report, missing_lines, render_html
+
+DAY = dt.date(2026, 11, 20)
+NEXT = DAY + dt.timedelta(days=1)
+SEEDS = {DEFAULT_ACCOUNT: 31, "emea": 32, "apac": 33}
+LANDED = {DEFAULT_ACCOUNT: (DAY, NEXT), "emea": (DAY, NEXT), "apac": (DAY,)}
+
+
+def _land(data_dir: Path, landed: dict[str, tuple[dt.date, ...]]) -> Path:
+    lake = Lake((data_dir / "lake").as_uri())
+    for account, days in landed.items():
+        sub = lake.account(account)
+        ds = Dataset(seed=SEEDS[account], start_date=DAY, days=2, cdrs_per_day=40)
+        for day in days:
+            write_day(sub, ds, day)
+            write_aggregates(sub, partition_key("date", day))
+    build_warehouse(data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _land(tmp_path_factory.mktemp("missing"), LANDED)
+
+
+def _report(data_dir: Path, account: str | None = None, days: int = 2) -> str:
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        report = build_report(con, DAY, DAY + dt.timedelta(days=days), account=account)
+    assert not report.empty
+    return "\n".join([render_html(report), *missing_lines(report)])
+
+
+def test_every_account_summed_names_the_account_missing_a_day(data_dir: Path) -> None:
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        report = build_report(con, DAY, NEXT + dt.timedelta(days=1))
+    assert report.missing == {"apac": (NEXT,)}
+    page = render_html(report)
+    assert 'id="missing-days"' in page
+    assert f'<li data-account="apac" data-days="1">account apac: {NEXT} (1 of 2 days)</li>' in page
+    assert 'data-account="emea"' not in page
+    assert missing_lines(report) == [f"account apac: no CDRs for {NEXT} (1 of 2 days, UTC)"]
+
+
+def test_one_account_reports_its_own_days_only(data_dir: Path) -> None:
+    assert 'id="missing-days"' not in _report(data_dir, "emea")
+    assert f"account apac: no CDRs for {NEXT} (1 of 2 days, UTC)" in _report(data_dir, "apac")
+
+
+def test_consecutive_missing_days_read_as_one_range(data_dir: Path) -> None:
+    # Four days asked, two landed at most: the two after them are missing for everyone.
+    text = _report(data_dir, days=4)
+    after, last = NEXT + dt.timedelta(days=1), NEXT + dt.timedelta(days=2)
+    assert f"account emea: no CDRs for {after} to {last} (2 of 4 days, UTC)" in text
+    assert f"account apac: no CDRs for {NEXT} to {last} (3 of 4 days, UTC)" in text
+
+
+def test_a_lake_without_accounts_names_no_account(tmp_path: Path) -> None:
+    data_dir = _land(tmp_path, {DEFAULT_ACCOUNT: (DAY,)})
+    text = _report(data_dir)
+    assert f"\nno CDRs for {NEXT} (1 of 2 days, UTC)" in text
+    assert "account default" not in text
+
+
+def test_every_day_landed_shows_no_notice(tmp_path: Path) -> None:
+    data_dir = _land(tmp_path, {DEFAULT_ACCOUNT: (DAY, NEXT), "emea": (DAY, NEXT)})
+    text = _report(data_dir)
+    assert 'id="missing-days"' not in text
+    assert "no CDRs for" not in text
+
+
+def test_cdrhouse_report_prints_a_line_per_account_missing_days(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.html"
+    argv = ["report", "--start", str(DAY), "--end", str(NEXT + dt.timedelta(days=1))]
+    env = {"CDRHOUSE_DATA_DIR": str(data_dir)}
+    assert main([*argv, "--out", str(out)], env=env) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [f"cdrhouse report: account apac: no CDRs for {NEXT} (1 of 2 days, UTC)"]
+    assert 'data-account="apac"' in out.read_text()
