@@ -350,17 +350,31 @@ def _lake_info(lake: Lake, accounts: list[str]) -> None:
     print(f"lake:   {lake.uri}")
     if not accounts:
         print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
+        _privacy_info(lake)
         return
     for account in accounts:
         sub = lake.account(account)
         if account != DEFAULT_ACCOUNT:
             print(f"account {account}: {sub.uri}")
         print(f"source: {sub.source() or '(none recorded)'}")
+        _privacy_info(sub)
         with sub.cached_listing():
             for spec in ALL_TABLES:
                 keys = sub.partitions(spec.name)
                 if keys:
                     print(f"  {spec.name:<24} {len(keys):>5} partitions  {keys[0]} .. {keys[-1]}")
+
+
+def _privacy_info(lake: Lake) -> None:
+    """Which key the account's tokens are made with (its check, never the key) and how many
+    people were erased: what `LakeKeyConflict` and `privacy forget` refer to."""
+    from warehouse.lake import KEY_MARKER_FILE
+
+    check, erased = lake.key_claimed(), len(lake.forgotten())
+    if check is None and not erased:
+        return
+    key = f"key check {check[:12]}… ({KEY_MARKER_FILE})" if check else "no key claimed"
+    print(f"tokens: {key}; {erased} erased (forget-list)")
 
 
 def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, yes: bool) -> int:

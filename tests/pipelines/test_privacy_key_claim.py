@@ -23,6 +23,7 @@ import pytest
 
 from connectors.sandbox.faults import FaultConfig
 from pipelines.cdr_day import land_day
+from pipelines.cli import main
 from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhouse, tree
 from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.served import ServedSandbox
@@ -156,3 +157,28 @@ def test_a_lake_of_tokens_refuses_numbers_in_clear(served: ServedSandbox, tmp_pa
     assert_one_line_setup_error(run, "CDRHOUSE_PHONE_NUMBERS=raw", KEY_MARKER_FILE)
     assert digests(data_dir) == before
     assert tree(home) == ["dagster.yaml"]  # no run was recorded
+
+
+def test_lake_info_says_which_key_and_how_many_erased(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the refusals name, where an operator looks: the key's check (never the key) and the
+    forget-list's size; nothing for a lake without tokens."""
+    data_dir = tmp_path / "data"
+    env = {"CDRHOUSE_DATA_DIR": str(data_dir)}
+    lake = Lake(str(data_dir / "lake"))
+    land(lake, DAY1, RAW)
+    assert main(["lake", "info"], env=env) == 0
+    assert "tokens:" not in capsys.readouterr().out
+
+    token_lake = Lake(str(tmp_path / "tokens" / "lake"))
+    land(token_lake, DAY1)
+    token_lake.forget(["ab" * 32, "cd" * 32])
+    assert POLICY.key_check is not None
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path / "tokens")}
+    assert main(["lake", "info"], env=env) == 0
+    out = capsys.readouterr().out
+    line = f"tokens: key check {POLICY.key_check[:12]}… ({KEY_MARKER_FILE}); 2 erased (forget-list)"
+    assert line in out.splitlines()
+    assert KEY.decode() not in out
+    assert KEY.hex() not in out
