@@ -264,7 +264,25 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     except KeyboardInterrupt:
         print("cdrhouse: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     return 2
+
+
+# The shell's status of a command ended by SIGPIPE (128 + 13), as `head` leaves `cat` with.
+SIGPIPE_EXIT = 141
+
+
+def _reader_gone() -> int:
+    """Output piped into a reader that stopped (`cdrhouse sql … | head`): end quietly, as a
+    Unix filter does, not with a traceback; what is left unprinted goes nowhere (the exit's
+    flush would raise again)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
+        pass
+    return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":

@@ -262,6 +262,8 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return 0
     try:
         _write(result, args.format, args.output, args.max_rows)
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): `cdrhouse` ends quietly
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     return 0
