@@ -480,13 +480,24 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
     import duckdb
 
     from warehouse.analyst import report_path
-    from warehouse.report import missing_lines, write_report
+    from warehouse.report import missing_lines, report_accounts, write_report
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 1
+    account = getattr(args, "account", None)
+    if account is not None:
+        # A mistyped id would give a report of nothing, as if the account had no calls.
+        held = report_accounts(Path(data_dir))
+        if held and account not in held:
+            print(
+                f"cdrhouse report: error: --account {account}: no such account in this "
+                f"warehouse (it holds {', '.join(held)})",
+                file=sys.stderr,
+            )
+            return 2
     try:
         report = write_report(
             Path(data_dir),

@@ -99,3 +99,19 @@ def test_cdrhouse_report_prints_a_line_per_account_missing_days(
     lines = capsys.readouterr().out.splitlines()
     assert lines[1:] == [f"cdrhouse report: account apac: no CDRs for {NEXT} (1 of 2 days, UTC)"]
     assert 'data-account="apac"' in out.read_text()
+
+
+def test_cdrhouse_report_refuses_an_account_the_warehouse_does_not_hold(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped id gave a report of nothing, as if the account had no calls."""
+    out = tmp_path / "report.html"
+    argv = ["report", "--days", "2", "--account", "emae", "--out", str(out)]
+    assert main(argv, env={"CDRHOUSE_DATA_DIR": str(data_dir)}) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "cdrhouse report: error: --account emae: no such account in this warehouse "
+        "(it holds apac, default, emea)\n"
+    )
+    assert not out.exists()

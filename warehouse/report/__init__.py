@@ -25,7 +25,7 @@ query and reshape, in page order), `drawings.py` (the altair charts), `page.py` 
 `build.py` (query, draw, write).
 """
 
-from warehouse.report.build import build_report, write_report
+from warehouse.report.build import build_report, report_accounts, write_report
 from warehouse.report.charts import CHARTS
 from warehouse.report.data import Chart, ChartResult, Headline, QueueTable, Report, Tile
 from warehouse.report.page import javascript_bundle, missing_lines, render_html
@@ -42,5 +42,6 @@ __all__ = [
     "javascript_bundle",
     "missing_lines",
     "render_html",
+    "report_accounts",
     "write_report",
 ]

@@ -128,6 +128,18 @@ def _missing(
     return {a: days for a, days in gaps.items() if days}
 
 
+def report_accounts(data_dir: Path) -> list[str]:
+    """The accounts `data_dir/warehouse.duckdb` holds (empty for a warehouse built before
+    accounts), for checking `--account` before a report is written."""
+    from warehouse.duck import connect
+
+    con = connect(data_dir, read_only=True)
+    try:
+        return sorted(_sources(con))
+    finally:
+        con.close()
+
+
 def _sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
     """`account -> source` from `lake_info` (empty for a warehouse older than both)."""
     try:
