@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from pipelines.cli_ingest import CliError
 
@@ -158,6 +160,36 @@ def _tokens(
     return [(phone_token(key, number), PrivacyPolicy("token", key).key_check) for key in keys]
 
 
+# How often a long erasure says where it is (a year of days is thousands of partitions).
+PROGRESS_EVERY_S = 10.0
+
+
+@dataclass
+class ScanProgress:
+    """`forget`'s progress on stderr, at most once every `every` seconds: which account and
+    table it is scanning, and how far into that table."""
+
+    account: str
+    every: float = PROGRESS_EVERY_S
+    out: TextIO = field(default_factory=lambda: sys.stderr)
+    clock: Callable[[], float] = time.monotonic
+    _last: float | None = None
+
+    def __call__(self, table: str, done: int, total: int) -> None:
+        now = self.clock()
+        if self._last is None:
+            self._last = now  # the first line after `every` seconds: short erasures say nothing
+        if now - self._last < self.every:
+            return
+        self._last = now
+        print(
+            f"cdrhouse privacy forget: account {self.account}: {table}, {done} of {total} "
+            "partitions scanned",
+            file=self.out,
+            flush=True,
+        )
+
+
 def _print(account: str, token: str, result: ForgetResult) -> None:
     print(f"account {account}: token {token[:SHOWN_HEX]}…")
     for table, done in result.tables.items():
@@ -188,7 +220,13 @@ def run(
     clear: list[str] = []  # accounts with days whose numbers are in clear
     for account, (token, key_check) in zip(accounts, tokens, strict=True):
         try:
-            result = forget(root.account(account), token, key_check, footers[account])
+            result = forget(
+                root.account(account),
+                token,
+                key_check,
+                footers[account],
+                progress=ScanProgress(account),
+            )
         except (OSError, PartitionMoved) as exc:
             why = (
                 f"{type(exc).__name__}: {exc.strerror or exc}"

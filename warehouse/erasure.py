@@ -32,6 +32,7 @@ Partitions are read a row group at a time, and searched first with the string co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -45,6 +46,8 @@ from warehouse.privacy import FORGOTTEN, is_token
 # Every table a person's token can be in (`raw_cdrs`, `cdrs`, the per-type tables and the
 # quarantine). The snapshots are the contact center's own objects (agents, queues, numbers).
 PERSON_TABLES: tuple[str, ...] = tuple(spec.name for spec in CDR_TABLES)
+# Told after each partition scanned: (table, partitions scanned, partitions of the table).
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,11 @@ def forget(
     token: str,
     key_check: str | None = None,
     footers: dict[str, pq.FileMetaData | None] | None = None,
+    progress: Progress | None = None,
 ) -> ForgetResult:
     """Erase `token` from one account's lake (see the module's docstring); returns what
-    changed. The forget-list is written before any partition.
+    changed. The forget-list is written before any partition. `progress` is told after each
+    partition scanned (a year of days is thousands of partitions: minutes).
 
     `key_check`: the check of the key `token` was made with (a number's token). A lake with
     days landed under another key is refused before anything is written (`LakeKeyConflict`):
@@ -95,15 +100,18 @@ def forget(
     result = ForgetResult(clear_days=clear_days(footers))
     for table in PERSON_TABLES:
         rows = partitions = rejected = 0
-        for key in lake.partitions(table):
-            changed = erase_partition(lake, table, key, token)
+        keys = lake.partitions(table)
+        copies = lake.rejected_partitions(table)
+        total = len(keys) + len(copies)
+        for done, (key, copy) in enumerate(
+            [(k, False) for k in keys] + [(k, True) for k in copies], start=1
+        ):
+            changed = erase_partition(lake, table, key, token, rejected=copy)
             rows += changed
             partitions += changed > 0
-        for key in lake.rejected_partitions(table):
-            changed = erase_partition(lake, table, key, token, rejected=True)
-            rows += changed
-            partitions += changed > 0
-            rejected += changed > 0
+            rejected += copy and changed > 0
+            if progress is not None:
+                progress(table, done, total)
         result.tables[table] = TableErasure(rows, partitions, rejected)
     return result
 
