@@ -130,17 +130,20 @@ class LakeSourceConflict(Exception):
         )
 
 
+def _where(uri: str, account: str) -> str:
+    """The lake, or the account's sub-lake, as a refusal names it."""
+    if account == DEFAULT_ACCOUNT:
+        return f"the lake at {uri}"
+    return f"account {account!r} of the lake ({uri})"
+
+
 class LakeKeyConflict(LakeSourceConflict):
     """Tokens keyed by one key into a lake whose days were landed under another: they would
     not join, and an erasure by number would miss the other key's days."""
 
     @classmethod
     def between_keys(cls, days: Sequence[str], uri: str, account: str) -> LakeKeyConflict:
-        where = (
-            f"the lake at {uri}"
-            if account == DEFAULT_ACCOUNT
-            else f"account {account!r} of the lake ({uri})"
-        )
+        where = _where(uri, account)
         shown = ", ".join(days[:3]) + (f" and {len(days) - 3} more" if len(days) > 3 else "")
         return cls(
             f"refusing to use this CDRHOUSE_PII_KEY (or the account's pii_key_env) with {where}: "
@@ -150,11 +153,7 @@ class LakeKeyConflict(LakeSourceConflict):
 
     @classmethod
     def claimed(cls, uri: str, account: str) -> LakeKeyConflict:
-        where = (
-            f"the lake at {uri}"
-            if account == DEFAULT_ACCOUNT
-            else f"account {account!r} of the lake ({uri})"
-        )
+        where = _where(uri, account)
         return cls(
             f"refusing to use this CDRHOUSE_PII_KEY (or the account's pii_key_env) with {where}: "
             f"its tokens and forget-list are made with another key ({KEY_MARKER_FILE}), so a "
@@ -163,11 +162,7 @@ class LakeKeyConflict(LakeSourceConflict):
 
     @classmethod
     def in_clear(cls, uri: str, account: str) -> LakeKeyConflict:
-        where = (
-            f"the lake at {uri}"
-            if account == DEFAULT_ACCOUNT
-            else f"account {account!r} of the lake ({uri})"
-        )
+        where = _where(uri, account)
         return cls(
             "refusing to land callers' numbers as the API sends them "
             f"(CDRHOUSE_PHONE_NUMBERS=raw) into {where}: its days hold keyed tokens "
