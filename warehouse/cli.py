@@ -380,7 +380,7 @@ def _privacy_info(lake: Lake) -> None:
 
 
 def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, yes: bool) -> int:
-    from warehouse.lake import DEFAULT_ACCOUNT
+    from warehouse.lake import DEFAULT_ACCOUNT, PRIVACY_DIR
 
     others = [a for a in held if a != DEFAULT_ACCOUNT]
     if account == DEFAULT_ACCOUNT and others:
@@ -398,14 +398,18 @@ def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, y
     if not yes:
         print(
             f"cdrhouse lake reset: this deletes {what} of the lake at {target.uri} "
-            f"(source: {source or 'none'}) and {views}; re-run with --yes to do it",
+            f"(source: {source or 'none'}) and {views}, keeping {PRIVACY_DIR}/ (the "
+            "forget-list and the tokens' key check); re-run with --yes to do it",
             file=sys.stderr,
         )
         return 2
     removed = target.reset()
     # The views scan each account's files: rebuilt from what is left when next needed.
     views.unlink(missing_ok=True)
-    print(f"cdrhouse lake reset: deleted {removed} file(s) from {target.uri} (source was {source})")
+    print(
+        f"cdrhouse lake reset: deleted {removed} file(s) from {target.uri} (source was {source}); "
+        f"kept {PRIVACY_DIR}/"
+    )
     return 0
 
 

@@ -114,11 +114,20 @@ def test_a_lake_whose_newest_day_is_raw_still_refuses_another_key(tmp_path: Path
     assert _checks(lake) == {POLICY.key_check, None}
 
 
-def test_a_reset_lake_keeps_its_key_with_its_forget_list(tmp_path: Path) -> None:
+def test_a_reset_lake_keeps_its_key_with_its_forget_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lake = Lake(str(tmp_path / "lake"))
     land(lake, DAY1)
     lake.forget(["ab" * 32])
-    lake.reset()
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path)}
+    assert main(["lake", "reset"], env=env) == 2  # says what it would do, and keep
+    assert "keeping _privacy/ (the forget-list and the tokens' key check)" in (
+        capsys.readouterr().err
+    )
+    assert main(["lake", "reset", "--yes"], env=env) == 0
+    assert "; kept _privacy/" in capsys.readouterr().out
+    lake = Lake(lake.uri)
     assert lake.partitions("raw_cdrs") == []
     assert lake.forgotten() == {"ab" * 32}
 
