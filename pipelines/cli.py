@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         print("cdrhouse: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return _reader_gone()
+        return _reader_gone(str(args.command))
     return 2
 
 
@@ -273,15 +273,26 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
 SIGPIPE_EXIT = 141
 
 
-def _reader_gone() -> int:
-    """Output piped into a reader that stopped (`cdrhouse sql … | head`): end quietly, as a
-    Unix filter does, not with a traceback; what is left unprinted goes nowhere (the exit's
-    flush would raise again)."""
+# The commands that write: stopped by a closed pipe, they say so (a query just ends).
+WRITING_COMMANDS = frozenset({"ingest", "demo", "privacy"})
+
+
+def _reader_gone(command: str) -> int:
+    """Output piped into a reader that stopped (`cdrhouse sql … | head`): end as a Unix filter
+    does, not with a traceback; what is left unprinted goes nowhere (the exit's flush would
+    raise again). A command that writes says on stderr that it stopped: `ingest | less`, quit
+    early, must not look like an ingest that finished."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
         pass
+    if command in WRITING_COMMANDS:
+        print(
+            f"cdrhouse {command}: stopped: its output was closed (the reader of the pipe "
+            "exited); what was published before stays, run it again to finish",
+            file=sys.stderr,
+        )
     return SIGPIPE_EXIT
 
 
