@@ -454,7 +454,7 @@ class Lake:
         data = self.store.read_bytes(MARKER_FILE)
         if data is None:
             return None
-        source = json.loads(data).get("source")
+        source = self._marker_field(MARKER_FILE, data, "source")
         self._source = str(source) if source else None
         return self._source
 
@@ -518,6 +518,21 @@ class Lake:
             raise LakeKeyConflict.in_clear(self.uri, self.account_id)
         self.check_key(key_check)
 
+    def _marker_field(self, rel: str, data: bytes, name: str) -> object:
+        """A marker's field; a marker that is not a JSON object (damaged by hand, a partial
+        copy) is refused in one line naming it, as a conflict is: what it guarded is unknown."""
+        try:
+            marker = json.loads(data)
+        except ValueError:
+            marker = None
+        if not isinstance(marker, dict):
+            raise LakeSourceConflict(
+                f"refusing to write into {_where(self.uri, self.account_id)}: {rel} is not "
+                "the JSON object cdrhouse wrote; restore it from a backup, or remove it if "
+                "you know what it recorded"
+            )
+        return marker.get(name)
+
     def key_claimed(self) -> str | None:
         """The key check of the key this lake's tokens are made with (KEY_MARKER_FILE), None
         while no partition with tokens was published since it existed."""
@@ -526,7 +541,7 @@ class Lake:
         data = self.store.read_bytes(KEY_MARKER_FILE)
         if data is None:
             return None
-        check = json.loads(data).get("pii_key_check")
+        check = self._marker_field(KEY_MARKER_FILE, data, "pii_key_check")
         self._key = str(check) if check else None
         return self._key
 

@@ -29,7 +29,7 @@ from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.served import ServedSandbox
 from tests.support.token_lake import DAY1, DAY2, KEY, POLICY, digests, land, sandbox
 from warehouse.erasure import PERSON_TABLES
-from warehouse.lake import KEY_MARKER_FILE, Lake, LakeKeyConflict
+from warehouse.lake import KEY_MARKER_FILE, Lake, LakeKeyConflict, LakeSourceConflict
 from warehouse.privacy import RAW, PrivacyPolicy
 
 OTHER = PrivacyPolicy("token", b"another-key-of-the-same-team-0042")
@@ -191,3 +191,22 @@ def test_lake_info_says_which_key_and_how_many_erased(
     assert line in out.splitlines()
     assert KEY.decode() not in out
     assert KEY.hex() not in out
+
+
+@pytest.mark.parametrize("marker", [KEY_MARKER_FILE, "_cdrhouse_lake.json"])
+def test_a_damaged_marker_is_refused_in_one_line_and_nothing_is_written(
+    tmp_path: Path, marker: str
+) -> None:
+    """A marker cut short (a partial copy, an edit by hand) refused every landing with a
+    JSONDecodeError; now it is a setup failure naming the file, as a conflict is."""
+    lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY1)
+    (tmp_path / "lake" / marker).write_text('{"pii_key_check": ')
+    before = digests(tmp_path)
+
+    with pytest.raises(LakeSourceConflict) as refused:
+        land_day(sandbox(), Lake(lake.uri), logging.getLogger("test"), DAY2, privacy=POLICY)
+
+    assert marker in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert digests(tmp_path) == before
