@@ -191,8 +191,10 @@ def _views_follow_kpi_settings(
     from warehouse.lake import Lake
 
     lake_uri = lake_uri or (built_lake_uri(data_dir) if exists else None)
-    if not exists and Lake(lake_uri or (data_dir.resolve() / "lake").as_uri()).source() is None:
-        return kpi or KpiSettings()  # nothing to build over: the command says so itself
+    if not exists:
+        lake = Lake(lake_uri or (data_dir.resolve() / "lake").as_uri())
+        if lake.source_shown() is None:
+            return kpi or KpiSettings()  # nothing to build over: the command says so itself
     try:
         build_warehouse(data_dir, lake_uri, kpi=kpi)
     except OSError as exc:
@@ -266,6 +268,14 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         return 130
     except BrokenPipeError:
         return _reader_gone(str(args.command))
+    except Exception as exc:
+        # A lake that refuses (another source, another key, a damaged marker) is named in one
+        # line wherever it is met. Looked up, not imported: `sql` starts without the lake.
+        lake_module = sys.modules.get("warehouse.lake")
+        if lake_module is None or not isinstance(exc, lake_module.LakeSourceConflict):
+            raise
+        print(f"cdrhouse {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     return 2
 
 

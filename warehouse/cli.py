@@ -221,7 +221,7 @@ def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
     from warehouse.lake import Lake
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
-    if lake.source() is None:
+    if lake.source_shown() is None:
         return (
             f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
             "run `cdrhouse ingest` first"
@@ -339,7 +339,7 @@ def _claimed(lake: Lake, account: str) -> bool:
     """Whether `account` is a valid id whose sub-lake records a source (it may hold no data:
     a reset of it is how a wrong claim is undone)."""
     try:
-        return lake.account(account).source() is not None
+        return lake.account(account).source_shown() is not None
     except ValueError:  # not an account id: no such account
         return False
 
@@ -351,14 +351,14 @@ def _lake_info(lake: Lake, accounts: list[str]) -> None:
 
     print(f"lake:   {lake.uri}")
     if not accounts:
-        print(f"source: {lake.source() or '(empty lake: the first ingest claims it)'}")
+        print(f"source: {lake.source_shown() or '(empty lake: the first ingest claims it)'}")
         _privacy_info(lake)
         return
     for account in accounts:
         sub = lake.account(account)
         if account != DEFAULT_ACCOUNT:
             print(f"account {account}: {sub.uri}")
-        print(f"source: {sub.source() or '(none recorded)'}")
+        print(f"source: {sub.source_shown() or '(none recorded)'}")
         _privacy_info(sub)
         with sub.cached_listing():
             for spec in ALL_TABLES:
@@ -370,9 +370,16 @@ def _lake_info(lake: Lake, accounts: list[str]) -> None:
 def _privacy_info(lake: Lake) -> None:
     """Which key the account's tokens are made with (its check, never the key) and how many
     people were erased: what `LakeKeyConflict` and `privacy forget` refer to."""
-    from warehouse.lake import KEY_MARKER_FILE
+    from warehouse.lake import KEY_MARKER_FILE, LakeMarkerDamaged
 
-    check, erased = lake.key_claimed(), len(lake.forgotten())
+    try:
+        check, erased = lake.key_claimed(), len(lake.forgotten())
+    except LakeMarkerDamaged:
+        print(
+            f"tokens: (damaged: {KEY_MARKER_FILE} is not the JSON object cdrhouse wrote; "
+            "landings with tokens are refused until it is restored from a backup)"
+        )
+        return
     if check is None and not erased:
         return
     key = f"key check {check[:12]}… ({KEY_MARKER_FILE})" if check else "no key claimed"
@@ -394,7 +401,7 @@ def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, y
         return 2
     target = lake.account(account) if account else lake
     what = f"account {account}'s files" if account and account != DEFAULT_ACCOUNT else "every file"
-    source = target.source()
+    source = target.source_shown()
     if not yes:
         print(
             f"cdrhouse lake reset: this deletes {what} of the lake at {target.uri} "

@@ -159,7 +159,7 @@ def _lake_views(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     accounts = lake.accounts() or [lake.account_id]
     rows = []
     for account in accounts:
-        source = lake.account(account).source()
+        source = lake.account(account).source_shown()
         rows.append(
             f"SELECT {lit(account)} AS account_id, {lit(lake.uri)} AS lake_uri, "
             f"{lit(lake.account_uri(account))} AS account_uri, "
@@ -352,7 +352,7 @@ def views_fingerprint(
     view), the KPI settings and account zones, and the code and SQL that write them. New
     partitions of a table an account has files of need no rebuild: its glob finds them."""
     digest = hashlib.sha256()
-    digest.update(f"{lake.uri}\0{lake.source()}\0".encode())
+    digest.update(f"{lake.uri}\0{lake.source_shown()}\0".encode())
     digest.update(f"{(kpi or KpiSettings()).to_json()}\0".encode())
     digest.update(f"{zones_json(account_zones or {})}\0".encode())
     holders: dict[str, list[str]] = {}
@@ -360,7 +360,7 @@ def views_fingerprint(
         holders[name] = lake.holders(name)
         digest.update(f"{name}={holders[name]}\0".encode())
     for account in sorted({a for held in holders.values() for a in held} - {DEFAULT_ACCOUNT}):
-        digest.update(f"{account}:{lake.account(account).source()}\0".encode())
+        digest.update(f"{account}:{lake.account(account).source_shown()}\0".encode())
     # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns (the
     # CDR tables' from the field table, cdr_fields.py).
     code = [

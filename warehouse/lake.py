@@ -137,6 +137,22 @@ def _where(uri: str, account: str) -> str:
     return f"account {account!r} of the lake ({uri})"
 
 
+class LakeMarkerDamaged(LakeSourceConflict):
+    """A marker (`rel`: the source's or the key's) that is not the JSON object cdrhouse wrote:
+    what it guarded is unknown, so nothing is written; `lake info` shows it, `lake reset`
+    removes it."""
+
+    def __init__(self, rel: str, uri: str, account: str) -> None:
+        # A reset keeps the privacy folder (the key's claim): it removes the source's only.
+        reset = " (`cdrhouse lake reset --yes` removes it with the data)" * (rel == MARKER_FILE)
+        super().__init__(
+            f"refusing to write into {_where(uri, account)}: {rel} is not the JSON object "
+            f"cdrhouse wrote; restore it from a backup, or remove it if you know what it "
+            f"recorded{reset}"
+        )
+        self.rel = rel
+
+
 class LakeKeyConflict(LakeSourceConflict):
     """Tokens keyed by one key into a lake whose days were landed under another: they would
     not join, and an erasure by number would miss the other key's days."""
@@ -458,6 +474,14 @@ class Lake:
         self._source = str(source) if source else None
         return self._source
 
+    def source_shown(self) -> str | None:
+        """`source`, or for a damaged marker a text saying so: reading the lake (its views,
+        `lake info`, a reset's prompt) needs no claim, and shows what is wrong instead."""
+        try:
+            return self.source()
+        except LakeMarkerDamaged as exc:
+            return f"(damaged: {exc.rel} is not the JSON object cdrhouse wrote)"
+
     def forgotten(self) -> frozenset[str]:
         """The tokens `cdrhouse privacy forget` erased from this account's lake."""
         data = self.store.read_bytes(FORGET_LIST)
@@ -526,11 +550,7 @@ class Lake:
         except ValueError:
             marker = None
         if not isinstance(marker, dict):
-            raise LakeSourceConflict(
-                f"refusing to write into {_where(self.uri, self.account_id)}: {rel} is not "
-                "the JSON object cdrhouse wrote; restore it from a backup, or remove it if "
-                "you know what it recorded"
-            )
+            raise LakeMarkerDamaged(rel, self.uri, self.account_id)
         return marker.get(name)
 
     def key_claimed(self) -> str | None:

@@ -210,3 +210,45 @@ def test_a_damaged_marker_is_refused_in_one_line_and_nothing_is_written(
     assert marker in str(refused.value)
     assert "\n" not in str(refused.value)
     assert digests(tmp_path) == before
+
+
+def test_a_damaged_marker_is_shown_by_the_readers_and_removed_by_a_reset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lake info`, `lake views` and `lake reset` ended in a traceback on a damaged marker,
+    and `privacy forget <number>` in one from the key's check. Reading needs no claim: they
+    say what is damaged; the reset removes the source's marker (not the key's claim, kept
+    with the forget-list); the erasure is refused in one line, its forget-list unchanged."""
+    lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY1)
+    lake.forget(["ab" * 32])
+    (tmp_path / "lake" / "_cdrhouse_lake.json").write_text("not json")
+    (tmp_path / "lake" / KEY_MARKER_FILE).write_text("[1]")
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path)}
+    damaged = "(damaged: {} is not the JSON object cdrhouse wrote"
+
+    assert main(["lake", "info"], env=env) == 0
+    out = capsys.readouterr().out
+    assert f"source: {damaged.format('_cdrhouse_lake.json')})" in out.splitlines()
+    assert f"tokens: {damaged.format(KEY_MARKER_FILE)}" in out
+    assert "cdrs" in out  # the partitions are listed all the same
+
+    assert main(["lake", "views"], env=env) == 0
+    capsys.readouterr()
+    assert main(["sql", "SELECT source FROM lake_info"], env=env) == 0
+    assert damaged.format("_cdrhouse_lake.json") in capsys.readouterr().out
+
+    forget_list = (tmp_path / "lake" / "_privacy" / "forgotten_tokens.txt").read_bytes()
+    token_env = env | {"CDRHOUSE_PHONE_NUMBERS": "token", "CDRHOUSE_PII_KEY": KEY.decode()}
+    assert main(["privacy", "forget", "+4915112345678"], env=token_env) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse privacy: error: refusing to write into the lake")
+    assert KEY_MARKER_FILE in err
+    assert err.count("\n") == 1
+    assert KEY.decode() not in err
+    assert (tmp_path / "lake" / "_privacy" / "forgotten_tokens.txt").read_bytes() == forget_list
+
+    assert main(["lake", "reset", "--yes"], env=env) == 0
+    assert "source was (damaged" in capsys.readouterr().out
+    assert Lake(lake.uri).source() is None
+    assert sorted(p.name for p in (tmp_path / "lake").iterdir()) == ["_privacy"]
