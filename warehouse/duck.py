@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import tempfile
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ from warehouse.lake import (
 )
 from warehouse.stores import is_local_uri
 from warehouse.viewsql import (
+    AGG_SOURCES,
     aggregate_names,
     base_view_sql,
     current_sql,
@@ -250,18 +252,38 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
     (`lake` is its sub-lake, `Lake.account(id)`; the root for `default`), from that date's CDR
     partitions alone: the cost does not grow with the days the lake holds. Like `date`, the
     account is in the path, not in the tables."""
-    con = duckdb.connect()
-    try:
-        create_views(con, lake, day=key.partition("=")[2], use_aggregates=False)
-        return {
-            agg: con.sql(
-                f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
-            ).to_arrow_table()
-            for agg in aggregate_names()
-            if only is None or agg in only
-        }
-    finally:
-        con.close()
+    with _day_sources(lake, key) as sources:
+        con = duckdb.connect()
+        try:
+            create_views(con, sources, day=key.partition("=")[2], use_aggregates=False)
+            return {
+                agg: con.sql(
+                    f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
+                ).to_arrow_table()
+                for agg in aggregate_names()
+                if only is None or agg in only
+            }
+        finally:
+            con.close()
+
+
+@contextlib.contextmanager
+def _day_sources(lake: Lake, key: str) -> Iterator[Lake]:
+    """The lake the day's aggregates read: a local one itself; an object store's day copied
+    to local disk first (its `AGG_SOURCES` partitions, one download each). DuckDB over fsspec
+    opens every file again for each view it binds and each query (four HEADs and a GET each
+    time): ~180 requests a day on moto, each a round trip to a real store, where the copy
+    takes a few."""
+    if lake.is_local:
+        yield lake
+        return
+    spool = lake.store.spool_dir()
+    spool.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aggregate-day-", dir=spool) as tmp:
+        copy = Lake(Path(tmp).as_uri(), account_id=lake.account_id)
+        for table in AGG_SOURCES:
+            lake.copy_partition(table, key, copy)
+        yield copy
 
 
 @dataclass(frozen=True)

@@ -461,6 +461,17 @@ class Lake:
     def exists(self, table: str, key: str, *, rejected: bool = False) -> bool:
         return self.store.exists(self._rel(table, key, rejected=rejected))
 
+    def copy_partition(self, table: str, key: str, into: Lake) -> bool:
+        """Copy a partition, as it is, into the local lake `into` (whose readers then need no
+        request to the store); False when this lake has no such partition."""
+        dest = into.partition_path(table, key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if self.store.get(self._rel(table, key), dest):
+            return True
+        with contextlib.suppress(OSError):
+            dest.parent.rmdir()
+        return False
+
     # --- provenance -----------------------------------------------------------------------
 
     def source(self) -> str | None:

@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import errno
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -277,6 +278,14 @@ class LocalStore:
         except FileNotFoundError:
             return None
 
+    def get(self, rel: str, dest: Path) -> bool:
+        """Copy `rel` to the local file `dest`; False when it does not exist."""
+        try:
+            shutil.copyfile(self.root / rel, dest)
+        except FileNotFoundError:
+            return False
+        return True
+
     def create_exclusive(self, rel: str, data: bytes) -> None:
         """Write `rel` only if it does not exist (a concurrent creator wins, silently)."""
         path = self.root / rel
@@ -406,6 +415,15 @@ class ObjectStore:
         except FileNotFoundError:
             return None
         return data
+
+    def get(self, rel: str, dest: Path) -> bool:
+        """Download `rel` to the local file `dest` (streamed, not held in memory); False when
+        it does not exist."""
+        try:
+            self.fs.get_file(self._p(rel), str(dest))
+        except FileNotFoundError:
+            return False
+        return True
 
     def read_footer(self, rel: str) -> pq.FileMetaData | None:
         """The Parquet footer alone (ranged reads at the end, not the whole object). s3fs pins
