@@ -47,6 +47,7 @@ import contextlib
 import datetime as dt
 import json
 import re
+import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -810,6 +811,9 @@ class Lake:
         for f in tmp.iterdir():
             with contextlib.suppress(OSError):
                 if f.stat().st_mtime < cutoff:
-                    f.unlink()
+                    if f.is_dir():  # a killed process's copy of a day (`aggregate_day`)
+                        shutil.rmtree(f)
+                    else:
+                        f.unlink()
                     removed += 1
         return removed

@@ -93,10 +93,16 @@ def test_delete_partition_and_stale_temp_cleanup(tmp_path) -> None:
     stale, fresh = tmp / "stale.parquet", tmp / "fresh.parquet"
     stale.write_bytes(b"x")
     fresh.write_bytes(b"x")
+    # A killed aggregation's copy of a day (a directory), as old: removed whole.
+    copy = tmp / "aggregate-day-x" / "cdrs" / "date=2026-11-20"
+    copy.mkdir(parents=True)
+    (copy / "part-0.parquet").write_bytes(b"x")
     old = time.time() - 7 * 3600
     os.utime(stale, (old, old))
-    assert lake.cleanup_tmp() == 1
+    os.utime(tmp / "aggregate-day-x", (old, old))
+    assert lake.cleanup_tmp() == 2
     assert not stale.exists()
+    assert not (tmp / "aggregate-day-x").exists()
     assert fresh.exists()
 
 
