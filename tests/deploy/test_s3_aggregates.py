@@ -82,10 +82,14 @@ def test_a_day_on_s3_aggregates_as_on_disk_from_one_download_per_source(
     assert not list(remote.store.spool_dir().glob("aggregate-day-*"))
 
 
+@pytest.mark.parametrize("account", [None, "emea"])
 def test_the_aggregates_written_to_s3_carry_the_days_source_and_count(
-    aws: None, new_bucket: str
+    aws: None, new_bucket: str, account: str | None
 ) -> None:
-    remote = Lake(f"s3://{new_bucket}/lake")
+    """Of the root, and of an account's sub-lake (`account_id=emea/`, which the local copy
+    of its day does not have in its path)."""
+    root = Lake(f"s3://{new_bucket}/lake")
+    remote = root.account(account) if account else root
     _land(remote)
     day = write_aggregates(remote, KEY)
     assert day.cdrs_rows == 2_000
