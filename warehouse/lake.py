@@ -145,7 +145,9 @@ class LakeMarkerDamaged(LakeSourceConflict):
 
     def __init__(self, rel: str, uri: str, account: str) -> None:
         # A reset keeps the privacy folder (the key's claim): it removes the source's only.
-        reset = " (`cdrhouse lake reset --yes` removes it with the data)" * (rel == MARKER_FILE)
+        which = "" if account == DEFAULT_ACCOUNT else f" --account {account}"
+        reset = f" (`cdrhouse lake reset{which} --yes` removes it with the data)"
+        reset *= rel == MARKER_FILE
         super().__init__(
             f"refusing to write into {_where(uri, account)}: {rel} is not the JSON object "
             f"cdrhouse wrote; restore it from a backup, or remove it if you know what it "
