@@ -252,3 +252,18 @@ def test_a_damaged_marker_is_shown_by_the_readers_and_removed_by_a_reset(
     assert "source was (damaged" in capsys.readouterr().out
     assert Lake(lake.uri).source() is None
     assert sorted(p.name for p in (tmp_path / "lake").iterdir()) == ["_privacy"]
+
+
+def test_a_damaged_account_marker_names_that_accounts_reset(tmp_path: Path) -> None:
+    """The hint is a command that works: the account's own reset, which keeps the others."""
+    sub = Lake(str(tmp_path / "lake")).account("emea")
+    marker = tmp_path / "lake" / "account_id=emea" / "_cdrhouse_lake.json"
+    marker.parent.mkdir(parents=True)
+    marker.write_text("[]")
+    with pytest.raises(LakeSourceConflict) as refused:
+        sub.source()
+    assert "account 'emea'" in str(refused.value)
+    assert "`cdrhouse lake reset --account emea --yes`" in str(refused.value)
+    assert (
+        sub.source_shown() == "(damaged: _cdrhouse_lake.json is not the JSON object cdrhouse wrote)"
+    )
