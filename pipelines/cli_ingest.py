@@ -196,13 +196,23 @@ def cmd_ingest(
             key_checks[account.id] = resolved.privacy().key_check
         except dg.Failure as exc:
             raise CliError(exc.description or "invalid Contact Center API settings") from None
+    # An account whose lake refuses (another source, another key, a damaged marker) is left
+    # out, in one line; the others go on, as their runs do in Dagster, and the exit is 2.
+    refused: dict[str, str] = {}
     for account in chosen:
         lake = warehouse.lake(account.id)
         try:
             lake.check_source(wanted[account.id])
             lake.check_landing(key_checks[account.id])  # LakeKeyConflict: another key
         except LakeSourceConflict as exc:
-            raise CliError(str(exc)) from None
+            refused[account.id] = str(exc)
+    if len(refused) == len(chosen):
+        for message in list(refused.values())[:-1]:
+            print(f"cdrhouse: error: {message}", file=sys.stderr)
+        raise CliError(list(refused.values())[-1])
+    for message in refused.values():
+        print(f"cdrhouse ingest: error: {message}", file=sys.stderr, flush=True)
+    chosen = tuple(a for a in chosen if a.id not in refused)
     defs = build_defs(
         warehouse=warehouse,
         start_date=first_day,
@@ -270,6 +280,15 @@ def cmd_ingest(
         raise CliError(str(exc)) from None
     if not warehouse.lake().is_local:
         warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
+    if refused:
+        print(
+            f"cdrhouse ingest: REFUSED account(s) {', '.join(refused)} (nothing of theirs "
+            f"was written; see the lines above)"
+            + (f"; FAILED for {', '.join(failed)}" if failed else "")
+            + "; the others landed",
+            file=out,
+        )
+        return 2
     if failed:
         if several:
             print(

@@ -26,6 +26,7 @@ from tests.support.cli import assert_one_line_setup_error, clean_env, run_cdrhou
 from tests.support.clock import SessionClock
 from tests.support.paths import REPO_ROOT
 from tests.support.served import ServedSandbox, serve_sandbox
+from warehouse.lake import Lake
 
 SEEDS = {"emea": 31, "apac": 32, "amer": 33}
 CDRS_PER_DAY = 120
@@ -242,3 +243,28 @@ def test_one_selected_account_needs_only_its_own_key(tmp_path, accounts: Account
         (record,) = instance.get_run_records()
         assert record.dagster_run.tags.get("cdrhouse/account") == "apac"
         assert record.dagster_run.job_name == "cdr_daily__apac"
+
+
+def test_an_account_whose_lake_refuses_is_left_out_and_the_others_land(
+    tmp_path, accounts: Accounts
+) -> None:
+    """apac's sub-lake holds another cluster's data: apac is refused in one line, having
+    written nothing, and emea and amer land, as their runs would in Dagster; exit 2. Before,
+    the one refusal stopped every account before any run."""
+    lake = tmp_path / "data" / "lake"
+    Lake(lake.as_uri()).account("apac").claim("https://other-cluster.example.com")
+    marker = lake / "account_id=apac" / "_cdrhouse_lake.json"
+    before = tree(lake / "account_id=apac"), marker.read_bytes()
+    file = _write_accounts(tmp_path / "accounts.yaml", _good(accounts))
+    day = accounts.day(2)
+    argv = ["ingest", "--start", day.isoformat(), "--end", accounts.day(3).isoformat()]
+    run = run_cdrhouse(argv, _env(tmp_path, accounts, file, **_good_keys()), INGEST_LIMIT_S)
+    assert run.code == 2, str(run)
+    assert "Traceback" not in run.stdout + run.stderr, str(run)
+    refusals = [line for line in run.stderr.splitlines() if "account 'apac'" in line]
+    assert len(refusals) == 1, str(run)
+    assert "other-cluster.example.com" in refusals[0]
+    assert "REFUSED account(s) apac" in run.stdout, str(run)
+    for account in ("emea", "amer"):
+        assert _landed(lake, account, day) == _truth(accounts.served[account], day), account
+    assert (tree(lake / "account_id=apac"), marker.read_bytes()) == before
