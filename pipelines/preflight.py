@@ -194,7 +194,8 @@ def probe_lake(lake_uri: str, data_dir: Path) -> None:
 
 def fatal_setup_errors(fn: F) -> F:
     """Wrap a step's (generator) body: an error no retry can fix fails the step at once with
-    a one-line `dagster.Failure(allow_retries=False)`, error class `SetupError`.
+    a one-line `dagster.Failure(allow_retries=False)`, error class `SetupError` (a lake's
+    refusal, `LakeSourceConflict` and its kinds: their own class).
 
     A RetryPolicy is for the network: retried 30, 60 and 120 s later, a full disk or a missing
     bucket fails the same way, and the run takes minutes to say so."""
@@ -211,6 +212,12 @@ def fatal_setup_errors(fn: F) -> F:
         except dg.Failure:
             raise
         except Exception as exc:
+            from warehouse.lake import LakeSourceConflict
+
+            if isinstance(exc, LakeSourceConflict):
+                # Met after the step's start (a marker damaged or claimed meanwhile): as at
+                # the start, one line, no retry.
+                raise config_failure(str(exc), type(exc).__name__) from None
             values = [*args, *kwargs.values()]
             # A step taking its resources by key (one per account) has them on its context.
             values += [getattr(getattr(v, "resources", None), "warehouse", None) for v in args]

@@ -22,6 +22,7 @@ from tests.support.privacy import with_raw_numbers
 from tests.support.runs import run_failing_at_once
 from tests.support.served import ServedSandbox, serve_sandbox
 from warehouse.lake import Lake
+from warehouse.viewsql import aggregate_names
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +155,32 @@ def test_lake_reset_needs_yes_then_empties_the_lake_for_another_source(
     assert not (tmp_path / "warehouse.duckdb").exists()
     assert _ingest(env, day) == 0
     assert Lake((tmp_path / "lake").as_uri()).source() == _host(served)
+
+
+def test_a_marker_damaged_during_a_run_fails_the_step_once_in_one_line(
+    served: ServedSandbox, day: date, tmp_path
+) -> None:
+    """The refusal met after a step's start check (here by the aggregates, which publish last)
+    was an ordinary exception: the retry policy ran the step again 30 s later, and again, to
+    fail the same way. Now it fails once, naming the file, as the start check does."""
+    assert _ingest(_sandbox_env(tmp_path, served.first_day), day) == 0
+    (tmp_path / "lake" / "_cdrhouse_lake.json").write_text('{"source": ')
+    defs = served.defs(tmp_path, step_retries=2)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def(CDR_JOB).execute_in_process(
+            partition_key=day.isoformat(),
+            instance=instance,
+            asset_selection=[dg.AssetKey(name) for name in aggregate_names()],
+            raise_on_error=False,
+        )
+    assert not result.success
+    events = result.all_events
+    assert [
+        e.step_key for e in events if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY
+    ] == []
+    (failure,) = [e for e in events if e.is_step_failure]
+    user = failure.step_failure_data.user_failure_data
+    assert user is not None, failure.step_failure_data.error
+    assert user.description is not None
+    assert "_cdrhouse_lake.json is not the JSON object cdrhouse wrote" in user.description
+    assert "\n" not in user.description
