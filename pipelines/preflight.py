@@ -215,8 +215,8 @@ def fatal_setup_errors(fn: F) -> F:
             from warehouse.lake import LakeSourceConflict
 
             if isinstance(exc, LakeSourceConflict):
-                # Met after the step's start (a marker damaged or claimed meanwhile): as at
-                # the start, one line, no retry.
+                # Another source, another key, a damaged marker: at the step's start or when
+                # it publishes, one line (its class: LakeKeyConflict, ...), no retry.
                 raise config_failure(str(exc), type(exc).__name__) from None
             values = [*args, *kwargs.values()]
             # A step taking its resources by key (one per account) has them on its context.

@@ -374,11 +374,8 @@ def _privacy_info(lake: Lake) -> None:
 
     try:
         check, erased = lake.key_claimed(), len(lake.forgotten())
-    except LakeMarkerDamaged:
-        print(
-            f"tokens: (damaged: {KEY_MARKER_FILE} is not the JSON object cdrhouse wrote; "
-            "landings with tokens are refused until it is restored from a backup)"
-        )
+    except LakeMarkerDamaged as exc:
+        print(f"tokens: {exc.shown}; landings with tokens are refused until it is restored")
         return
     if check is None and not erased:
         return

@@ -155,6 +155,11 @@ class LakeMarkerDamaged(LakeSourceConflict):
         )
         self.rel = rel
 
+    @property
+    def shown(self) -> str:
+        """What a reader shows in place of the marker's value."""
+        return f"(damaged: {self.rel} is not the JSON object cdrhouse wrote)"
+
 
 class LakeKeyConflict(LakeSourceConflict):
     """Tokens keyed by one key into a lake whose days were landed under another: they would
@@ -468,12 +473,8 @@ class Lake:
         """Copy a partition, as it is, into the local lake `into` (whose readers then need no
         request to the store); False when this lake has no such partition."""
         dest = into.partition_path(table, key)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if self.store.get(self._rel(table, key), dest):
-            return True
-        with contextlib.suppress(OSError):
-            dest.parent.rmdir()
-        return False
+        dest.parent.mkdir(parents=True, exist_ok=True)  # (left empty: readers list files)
+        return self.store.get(self._rel(table, key), dest)
 
     # --- provenance -----------------------------------------------------------------------
 
@@ -494,7 +495,7 @@ class Lake:
         try:
             return self.source()
         except LakeMarkerDamaged as exc:
-            return f"(damaged: {exc.rel} is not the JSON object cdrhouse wrote)"
+            return exc.shown
 
     def forgotten(self) -> frozenset[str]:
         """The tokens `cdrhouse privacy forget` erased from this account's lake."""

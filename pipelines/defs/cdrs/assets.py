@@ -28,7 +28,7 @@ from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
 from pipelines.steps import api_failure, landed, nightly_freshness
-from warehouse.lake import Lake, LakeSourceConflict
+from warehouse.lake import Lake
 
 BLOCKING_CHECK_FAILED = "BlockingCheckFailed"
 
@@ -127,8 +127,6 @@ def build_cdr_assets(
                 )
             except ContactCenterError as exc:
                 raise api_failure(exc, partition=partition, api=contact_center) from exc
-            except LakeSourceConflict as exc:  # or LakeKeyConflict
-                raise config_failure(str(exc), type(exc).__name__) from None
             api_total: int | None = stats.api_total
         else:
             # No API call, but the typed tables land: the same rule for callers' numbers.
@@ -137,8 +135,6 @@ def build_cdr_assets(
                 stats, checks = renormalize_day(lake, partition, tables, privacy=privacy)
             except NoRawPartition as exc:
                 raise config_failure(str(exc), "NoRawPartition") from None
-            except LakeSourceConflict as exc:  # LakeKeyConflict: the day's tokens' key
-                raise config_failure(str(exc), type(exc).__name__) from None
             api_total = None
         seconds = time.perf_counter() - begun
         whole = checks.whole(stats.rows, api_total)

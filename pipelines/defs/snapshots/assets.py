@@ -13,7 +13,7 @@ from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
-from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure, utc_now
+from pipelines.resources import ContactCenterResource, WarehouseResource, utc_now
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
 from pipelines.snapshot_sources import (
     SNAPSHOT_SOURCES,
@@ -22,7 +22,6 @@ from pipelines.snapshot_sources import (
     fetch_snapshot,
 )
 from pipelines.steps import api_failure, landed, nightly_freshness
-from warehouse.lake import LakeSourceConflict
 
 
 def _snapshot_asset(
@@ -51,10 +50,7 @@ def _snapshot_asset(
         warehouse: WarehouseResource = context.resources.warehouse
         source_id = contact_center.source_id  # fails at once when no source is configured
         lake = warehouse.lake(scope.account_id)
-        try:
-            lake.check_source(source_id)  # before any API call: refuse early
-        except LakeSourceConflict as exc:
-            raise config_failure(str(exc), "LakeSourceConflict") from None
+        lake.check_source(source_id)  # before any API call: refuse early (fatal_setup_errors)
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
