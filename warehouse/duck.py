@@ -299,9 +299,11 @@ def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) 
     sub-lake) with `aggregate_day`'s tables: the work of the `reporting_aggregates` asset for
     a partition. They carry the source of the
     day's `cdrs` partition (the lake's when it has none)."""
-    tables = aggregate_day(lake, key, only=only)
-    # One footer read for both: the source the derived data carries, the rows it checks.
-    footer = lake.partition_footer("cdrs", key)
+    with _day_sources(lake, key) as sources:
+        tables = aggregate_day(sources, key, only=only)
+        # The footer of the very `cdrs` file aggregated (an object store's day is copied once):
+        # the source the derived data carries, and the rows its check compares with.
+        footer = sources.partition_footer("cdrs", key)
     source = footer_source(footer)
     for name, table in tables.items():
         lake.write(name, key, table, schema=table.schema, source=source)

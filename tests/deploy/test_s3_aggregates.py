@@ -84,14 +84,18 @@ def test_a_day_on_s3_aggregates_as_on_disk_from_one_download_per_source(
 
 @pytest.mark.parametrize("account", [None, "emea"])
 def test_the_aggregates_written_to_s3_carry_the_days_source_and_count(
-    aws: None, new_bucket: str, account: str | None
+    aws: None, s3: MotoS3, new_bucket: str, account: str | None
 ) -> None:
     """Of the root, and of an account's sub-lake (`account_id=emea/`, which the local copy
-    of its day does not have in its path)."""
+    of its day does not have in its path). The count checked is the copied file's: `cdrs`
+    is fetched once, not read again for its footer."""
     root = Lake(f"s3://{new_bucket}/lake")
     remote = root.account(account) if account else root
     _land(remote)
+    before = len(_requests(s3))
     day = write_aggregates(remote, KEY)
+    reads = [r for r in _requests(s3)[before:] if "/cdrs/date=" in r and "PUT" not in r]
+    assert len(reads) == 1, reads
     assert day.cdrs_rows == 2_000
     volume = remote.read("agg_daily_volume", KEY)
     assert volume is not None
