@@ -32,8 +32,10 @@ here: it opens the warehouse without loading this module's polars and pyarrow.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import tempfile
+import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -143,7 +145,17 @@ def _read_only_class(base: type[Any]) -> type[Any]:
             refuse(self, path)
         return base._open(self, path, mode, *args, **kwargs)
 
-    attrs: dict[str, Any] = {"_open": _open}
+    def glob(self: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
+        # A table's `**` glob is one flat listing, which fsspec's listings cache does not
+        # keep, and DuckDB globs a table again for each view it binds over it.
+        key = (path, args, tuple(sorted(kwargs.items())))
+        globs = self.__dict__.setdefault("_cdrhouse_globs", {})
+        hit = globs.get(key)
+        if hit is None or time.monotonic() - hit[0] > LISTING_CACHE_S:
+            hit = globs[key] = (time.monotonic(), base.glob(self, path, *args, **kwargs))
+        return copy.copy(hit[1])
+
+    attrs: dict[str, Any] = {"_open": _open, "glob": glob}
     for name in _FS_WRITES:
         attrs[name] = refuse
         attrs[f"_{name}"] = refuse_async

@@ -421,7 +421,7 @@ class Lake:
     def accounts_table_glob(self, table: str) -> str:
         """A glob over every partition file of a table in every account sub-lake (the
         root's own are `table_glob`'s)."""
-        return self.store.url(f"{ACCOUNT_DIR_PREFIX}*/{table}/*/{PART_FILE}")
+        return self.store.url(f"{ACCOUNT_DIR_PREFIX}*/{table}/{self._days}/{PART_FILE}")
 
     def accounts_files_glob(self) -> str:
         """A glob over every partition file of every sub-lake."""
@@ -456,7 +456,14 @@ class Lake:
 
     def table_glob(self, table: str) -> str:
         """A glob over every partition file of a table, for DuckDB and other engines."""
-        return self.store.url(f"{table}/*/{PART_FILE}")
+        return self.store.url(f"{table}/{self._days}/{PART_FILE}")
+
+    @property
+    def _days(self) -> str:
+        """The partitions' level of a table glob. On an object store `**`: fsspec lists the
+        table's keys flat (a request per 1,000), where `*` lists each day's prefix, a request
+        per day each time a view is bound. The table holds nothing deeper than its days."""
+        return "*" if self.is_local else "**"
 
     def files_glob(self) -> str:
         """A glob over every partition file of every table."""

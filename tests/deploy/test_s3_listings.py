@@ -1,0 +1,125 @@
+"""How many requests the views over an `s3://` lake cost (moto's S3 server over HTTP).
+
+A view globs its table's partition files. With `<table>/*/part-0.parquet`, fsspec listed the
+table's prefix and then each day's, a request per day, each time DuckDB bound the view: an
+analyst's `SELECT count(*) FROM cdrs` over a year of days listed ~366 times before reading a
+footer. On an object store the views now glob `<table>/**/part-0.parquet`, which fsspec
+answers with one flat listing of the table's keys, and a connection keeps each glob's answer
+as long as its listings (`LISTING_CACHE_S`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from pipelines.cdr_day import land_day
+from pipelines.resources import ContactCenterResource
+from tests.deploy._services import MotoS3
+from warehouse.analyst import connect_analyst
+from warehouse.duck import build_warehouse
+from warehouse.lake import Lake
+from warehouse.privacy import RAW
+
+FIRST = dt.date(2026, 11, 20)
+DAYS = 4
+CDRS_PER_DAY = 40
+
+
+@pytest.fixture
+def aws(s3: MotoS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+
+
+def _requests(s3: MotoS3) -> list[str]:
+    """The paths of the requests moto's server logged so far (werkzeug: one line each)."""
+    paths = []
+    for line in s3.log_path.read_text(errors="replace").splitlines():
+        for verb in ("GET", "HEAD"):
+            if f'"{verb} ' in line:
+                paths.append(line.split(f'"{verb} ', 1)[1].split(" ", 1)[0])
+    return paths
+
+
+def _listed(paths: list[str]) -> list[str]:
+    """The prefixes listed (ListObjectsV2), decoded."""
+    return [
+        urllib.parse.parse_qs(urllib.parse.urlparse(p).query).get("prefix", [""])[0]
+        for p in paths
+        if "list-type=2" in p
+    ]
+
+
+def test_a_query_lists_each_table_once_whatever_the_days(
+    aws: None, s3: MotoS3, new_bucket: str, tmp_path: Path
+) -> None:
+    uri = f"s3://{new_bucket}/lake"
+    lake = Lake(uri)
+    api = ContactCenterResource(
+        base_url="sandbox",
+        sandbox_seed=5,
+        sandbox_cdrs_per_day=CDRS_PER_DAY,
+        sandbox_start_date=(FIRST - dt.timedelta(days=1)).isoformat(),
+    )
+    days = [FIRST + dt.timedelta(days=i) for i in range(DAYS)]
+    for day in days:
+        stats, checks = land_day(api, lake, logging.getLogger("test"), day.isoformat(), privacy=RAW)
+        assert checks.whole(stats.rows, stats.api_total)
+
+    before = len(_requests(s3))
+    build_warehouse(tmp_path, uri)
+    built = _listed(_requests(s3)[before:])
+    # No day's prefix is listed: each table's keys come from flat listings.
+    assert built, "the views were built without listing the lake"
+    assert not [p for p in built if "date=" in p], built
+
+    con = connect_analyst(tmp_path)
+    try:
+        before = len(_requests(s3))
+        count = con.execute("SELECT count(*) FROM cdrs").fetchone()
+        made = _requests(s3)[before:]
+        assert count == (DAYS * CDRS_PER_DAY,)
+        assert _listed(made) == ["lake/cdrs/"], made
+        # Then at most a read of each day's file (its footer; DuckDB may hold it already).
+        assert len([p for p in made if "/cdrs/date=" in p]) <= DAYS, made
+
+        # The same connection again: the glob's answer is kept, only the footers are read.
+        before = len(_requests(s3))
+        one = con.execute(f"SELECT count(*) FROM cdrs WHERE date = DATE '{days[1]}'").fetchone()
+        assert one == (CDRS_PER_DAY,)
+        assert _listed(_requests(s3)[before:]) == []
+    finally:
+        con.close()
+
+
+def test_a_day_landed_after_the_glob_was_kept_is_seen_by_a_new_connection(
+    aws: None, s3: MotoS3, new_bucket: str, tmp_path: Path
+) -> None:
+    """The kept answer is the connection's: `cdrhouse sql` (a connection per command) sees
+    a day published since, as it did when the listings alone were kept."""
+    uri = f"s3://{new_bucket}/lake"
+    lake = Lake(uri)
+    api = ContactCenterResource(
+        base_url="sandbox",
+        sandbox_seed=6,
+        sandbox_cdrs_per_day=CDRS_PER_DAY,
+        sandbox_start_date=(FIRST - dt.timedelta(days=1)).isoformat(),
+    )
+    log = logging.getLogger("test")
+    land_day(api, lake, log, FIRST.isoformat(), privacy=RAW)
+    build_warehouse(tmp_path, uri)
+    first = connect_analyst(tmp_path)
+    try:
+        assert first.execute("SELECT count(*) FROM cdrs").fetchone() == (CDRS_PER_DAY,)
+        land_day(api, lake, log, (FIRST + dt.timedelta(days=1)).isoformat(), privacy=RAW)
+        second = connect_analyst(tmp_path)
+        try:
+            assert second.execute("SELECT count(*) FROM cdrs").fetchone() == (2 * CDRS_PER_DAY,)
+        finally:
+            second.close()
+    finally:
+        first.close()
