@@ -265,30 +265,36 @@ def aggregate_day(lake: Lake, key: str, only: Collection[str] | None = None) -> 
     partitions alone: the cost does not grow with the days the lake holds. Like `date`, the
     account is in the path, not in the tables."""
     with _day_sources(lake, key) as sources:
-        con = duckdb.connect()
-        try:
-            create_views(con, sources, day=key.partition("=")[2], use_aggregates=False)
-            return {
-                agg: con.sql(
-                    f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
-                ).to_arrow_table()
-                for agg in aggregate_names()
-                if only is None or agg in only
-            }
-        finally:
-            con.close()
+        return _aggregates(sources, key, only)
+
+
+def _aggregates(sources: Lake, key: str, only: Collection[str] | None) -> dict[str, pa.Table]:
+    """`aggregate_day` of the day's copy (`_day_sources`)."""
+    con = duckdb.connect()
+    try:
+        create_views(con, sources, day=key.partition("=")[2], use_aggregates=False)
+        return {
+            agg: con.sql(
+                f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
+            ).to_arrow_table()
+            for agg in aggregate_names()
+            if only is None or agg in only
+        }
+    finally:
+        con.close()
 
 
 @contextlib.contextmanager
 def _day_sources(lake: Lake, key: str) -> Iterator[Lake]:
-    """The lake the day's aggregates read: a local one itself; an object store's day copied
-    to local disk first (its `AGG_SOURCES` partitions, one download each). DuckDB over fsspec
-    opens every file again for each view it binds and each query (four HEADs and a GET each
-    time): ~180 requests a day on moto, each a round trip to a real store, where the copy
-    takes a few."""
-    if lake.is_local:
-        yield lake
-        return
+    """The lake the day's aggregates read: the day's `AGG_SOURCES` partitions as they are now,
+    in a temp lake of their own.
+
+    DuckDB opens each file again for each view it binds and each query. Read in place, a
+    concurrent run replacing the day (two backfills of it, or the nightly lookback during
+    one) made it read one version's footer and another's pages ("TProtocolException: Invalid
+    data"), and mix versions across the sources. A local lake's copy is hard links (no bytes
+    copied); an object store's is one download each, where DuckDB over fsspec made four HEADs
+    and a GET per open: ~180 requests a day on moto."""
     spool = lake.store.spool_dir()
     spool.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aggregate-day-", dir=spool) as tmp:
@@ -312,7 +318,7 @@ def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) 
     a partition. They carry the source of the
     day's `cdrs` partition (the lake's when it has none)."""
     with _day_sources(lake, key) as sources:
-        tables = aggregate_day(sources, key, only=only)
+        tables = _aggregates(sources, key, only)
         # The footer of the very `cdrs` file aggregated (an object store's day is copied once):
         # the source the derived data carries, and the rows its check compares with.
         footer = sources.partition_footer("cdrs", key)

@@ -477,8 +477,10 @@ class Lake:
         return self.store.exists(self._rel(table, key, rejected=rejected))
 
     def copy_partition(self, table: str, key: str, into: Lake) -> bool:
-        """Copy a partition, as it is, into the local lake `into` (whose readers then need no
-        request to the store); False when this lake has no such partition."""
+        """Copy a partition, as it is now, into the local lake `into`, for reading (a local
+        lake's is a hard link where it can): its readers then need no request to the store,
+        and a concurrent replace of the partition does not change what they read. False when
+        this lake has no such partition."""
         dest = into.partition_path(table, key)
         dest.parent.mkdir(parents=True, exist_ok=True)  # (left empty: readers list files)
         return self.store.get(self._rel(table, key), dest)

@@ -279,11 +279,18 @@ class LocalStore:
             return None
 
     def get(self, rel: str, dest: Path) -> bool:
-        """Copy `rel` to the local file `dest`; False when it does not exist."""
+        """`rel` as the local file `dest`, for reading: a hard link where it can (no bytes
+        copied; a publish replaces the name, never the file, so `dest` keeps the version
+        linked), else a copy; False when it does not exist."""
         try:
-            shutil.copyfile(self.root / rel, dest)
+            os.link(self.root / rel, dest)
         except FileNotFoundError:
             return False
+        except OSError:  # another filesystem, or one without hard links
+            try:
+                shutil.copyfile(self.root / rel, dest)
+            except FileNotFoundError:
+                return False
         return True
 
     def create_exclusive(self, rel: str, data: bytes) -> None:

@@ -4,8 +4,11 @@ read by the reports, and follow a day's partitions when that day is aggregated a
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import polars as pl
+from polars.testing import assert_frame_equal
 
 from models.tables import CDR_SMS, CDRS
 from warehouse.duck import (
@@ -17,7 +20,7 @@ from warehouse.duck import (
     write_aggregates,
 )
 from warehouse.lake import Lake, footer_source, partition_key
-from warehouse.viewsql import aggregate_names
+from warehouse.viewsql import AGG_SOURCES, aggregate_names
 
 from .conftest import START, build_small
 
@@ -99,3 +102,57 @@ def test_views_are_rebuilt_only_when_they_would_change(tmp_path) -> None:
     lake.write("cdr_sms", "date=2026-11-02", CDR_SMS.empty())
     assert refresh_views(tmp_path)  # the table's first partition turns its empty view into a scan
     assert not refresh_views(tmp_path)
+
+
+def _sorted(table: object) -> pl.DataFrame:
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.sort(frame.columns)
+
+
+def test_a_day_replaced_while_it_is_aggregated_is_read_whole(tmp_path) -> None:
+    """Two runs of one day at once (two backfills of it, or the nightly lookback during a
+    backfill) replace its partitions while the other aggregates them. DuckDB opens a file
+    again for each view and query: read in place, it took one version's footer and another's
+    pages ("TProtocolException: Invalid data", 18 of 27 aggregations here before). The day is
+    now aggregated from links to its files as they were when it started."""
+    small = build_small(tmp_path)
+    key = partition_key("date", START)
+    expected = {n: _sorted(t) for n, t in write_aggregates(small.lake, key).tables.items()}
+    # The same rows in another order: other bytes, other row-group offsets, same aggregates.
+    versions = []
+    for flip in (False, True):
+        version = {}
+        for table in AGG_SOURCES:
+            frame = small.lake.read(table, key)
+            if frame is not None:
+                version[table] = frame.reverse() if flip else frame
+        versions.append(version)
+    stop = threading.Event()
+    replaced = 0
+
+    def replace() -> None:
+        nonlocal replaced
+        while not stop.is_set():
+            for table, frame in versions[replaced % 2].items():
+                small.lake.write(table, key, frame)
+            replaced += 1
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    runs = 0
+    try:
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline or runs < 5:
+            day = write_aggregates(small.lake, key)
+            runs += 1
+            assert day.cdrs_rows == 800
+            for name, table in day.tables.items():
+                # Float sums may differ in the last bits with the rows' order.
+                assert_frame_equal(_sorted(table), expected[name], check_exact=False, rel_tol=1e-12)
+    finally:
+        stop.set()
+        writer.join()
+    assert replaced > runs  # the day was replaced during (nearly) every aggregation
+    # Nothing of the copies is left behind.
+    assert not list((tmp_path / "lake" / "_tmp").glob("aggregate-day-*"))
