@@ -55,14 +55,33 @@ def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(rows[0][0]) if rows and rows[0][0] else None
 
 
+# What DuckDB says when a lake file was replaced or removed while it read it: gone between
+# its glob and its read; or replaced between two opens of it (DuckDB opens a file again for
+# each scan), so the footer read first describes another version than the bytes read next.
+LAKE_MOVED = (
+    "FileExpired",
+    "FileNotFoundError",
+    "No files found",
+    "TProtocolException",
+    "invalid TType",
+    "don't know what type",
+)
+
+
+# Runs of a query that met a lake file replaced while it read (`lake_moved`): a run replaces
+# each partition once, so a query meets it again only under another run's replace.
+QUERY_ATTEMPTS = 3
+
+
 def lake_moved(exc: BaseException) -> bool:
-    """Whether a DuckDB error comes from a lake file replaced or removed while it was read."""
+    """Whether a DuckDB error comes from a lake file replaced or removed while it was read
+    (read again, it is whole: a publish replaces a file by renaming a whole one over it)."""
     import duckdb
 
     if isinstance(exc, duckdb.IOException):
         return True
     text = str(exc)
-    return any(m in text for m in ("FileExpired", "FileNotFoundError", "No files found"))
+    return any(m in text for m in LAKE_MOVED)
 
 
 def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:

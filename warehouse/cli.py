@@ -116,10 +116,10 @@ def answer(
     lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
     import duckdb
 
-    from warehouse.analyst import connect_analyst, lake_moved
+    from warehouse.analyst import QUERY_ATTEMPTS, connect_analyst, lake_moved
     from warehouse.sqlguard import read_statements
 
-    for attempt in range(2):
+    for attempt in range(QUERY_ATTEMPTS):
         con = connect_analyst(data_dir, lake_uri)
         try:
             if output is not None:
@@ -130,8 +130,9 @@ def answer(
             rel = con.sql(statements[-1])
             return None if rel is None else fetch(rel)
         except duckdb.Error as exc:
-            # A partition was swapped between DuckDB's glob and its read: run once more.
-            if attempt or not lake_moved(exc):
+            # A partition was swapped between DuckDB's glob and its read, or between two of
+            # its reads: run again (a run replaces each partition once: a retry is rarely met).
+            if attempt == QUERY_ATTEMPTS - 1 or not lake_moved(exc):
                 raise
         finally:
             con.close()

@@ -198,13 +198,20 @@ def write_report(
 ) -> Report:
     """Build the report from `data_dir/warehouse.duckdb` (read-only) and write it to `out`
     atomically (a reader never sees half a file); `account`: that account only."""
+    from warehouse.analyst import QUERY_ATTEMPTS, lake_moved
     from warehouse.duck import connect
 
-    con = connect(data_dir, read_only=True)
-    try:
-        report = build_report(con, start, end, now=now, currency=currency, account=account)
-    finally:
-        con.close()
+    for attempt in range(QUERY_ATTEMPTS):
+        con = connect(data_dir, read_only=True)
+        try:
+            report = build_report(con, start, end, now=now, currency=currency, account=account)
+            break
+        except duckdb.Error as exc:
+            # A partition a run replaced while the queries read it: read the new one.
+            if attempt == QUERY_ATTEMPTS - 1 or not lake_moved(exc):
+                raise
+        finally:
+            con.close()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two runs writing the same report never share (and mix) one file.
