@@ -11,11 +11,14 @@ Nothing here imports DuckDB at module level either: naming the warehouse file lo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from warehouse.kpi import ACCOUNT_SETTINGS_VIEW, KPI_SETTINGS_VIEW, KpiSettings
 from warehouse.stores import is_local_uri, root_from_uri
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import duckdb
@@ -68,9 +71,9 @@ LAKE_MOVED = (
 )
 
 
-# Runs of a query that met a lake file replaced while it read (`lake_moved`): a run replaces
-# each partition once, so a query meets it again only under another run's replace.
-QUERY_ATTEMPTS = 3
+# Runs of a read that met a lake file replaced while it read (`lake_moved`): a run replaces
+# each partition once, so a read meets it again only under another run's replace.
+READ_ATTEMPTS = 3
 
 
 def lake_moved(exc: BaseException) -> bool:
@@ -82,6 +85,20 @@ def lake_moved(exc: BaseException) -> bool:
         return True
     text = str(exc)
     return any(m in text for m in LAKE_MOVED)
+
+
+def read_whole(read: Callable[[], T]) -> T:
+    """`read()` (which opens and closes its own connection), run again while it meets a lake
+    file replaced under it: the views' build, `cdrhouse sql`, the report."""
+    import duckdb
+
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            return read()
+        except duckdb.Error as exc:
+            if attempt == READ_ATTEMPTS - 1 or not lake_moved(exc):
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:

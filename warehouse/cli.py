@@ -114,12 +114,10 @@ def answer(
     connection where DuckDB itself reads nothing outside the lake and changes no setting
     (`connect_analyst`). `output`, where the caller will write the rows, must be outside the
     lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
-    import duckdb
-
-    from warehouse.analyst import QUERY_ATTEMPTS, connect_analyst, lake_moved
+    from warehouse.analyst import connect_analyst, read_whole
     from warehouse.sqlguard import read_statements
 
-    for attempt in range(QUERY_ATTEMPTS):
+    def read() -> T | None:
         con = connect_analyst(data_dir, lake_uri)
         try:
             if output is not None:
@@ -129,14 +127,10 @@ def answer(
                 con.execute(statement).fetchall()
             rel = con.sql(statements[-1])
             return None if rel is None else fetch(rel)
-        except duckdb.Error as exc:
-            # A partition was swapped between DuckDB's glob and its read, or between two of
-            # its reads: run again (a run replaces each partition once: a retry is rarely met).
-            if attempt == QUERY_ATTEMPTS - 1 or not lake_moved(exc):
-                raise
         finally:
             con.close()
-    return None
+
+    return read_whole(read)
 
 
 def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) -> None:

@@ -57,7 +57,7 @@ from warehouse.analyst import built_account_zones as built_account_zones
 from warehouse.analyst import built_kpi_settings as built_kpi_settings
 from warehouse.analyst import connect_analyst as connect_analyst
 from warehouse.analyst import default_lake_uri as default_lake_uri
-from warehouse.analyst import lake_moved as lake_moved
+from warehouse.analyst import read_whole
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
 from warehouse.kpi import KpiSettings, account_settings_sql, settings_view_sql, zones_json
 from warehouse.lake import (
@@ -87,7 +87,6 @@ from warehouse.viewsql import (
 FINGERPRINT_VIEW = "_cdrhouse_views"
 # How long one DuckDB connection trusts its listing of an object-store lake.
 LISTING_CACHE_S = 30.0
-BUILD_ATTEMPTS = 3
 LAKE_PARTITIONS_VIEW = "lake_partitions"
 LAKE_PARTITIONS = (
     ("account_id", "VARCHAR"),
@@ -351,27 +350,26 @@ def build_warehouse(
     zones = _zones(data_dir, account_zones)
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
+
+    def build() -> None:
+        # Binding a view reads file footers; a partition replaced by a concurrent run between
+        # the listing and the read fails it. The lake is whole: `read_whole` looks again.
+        tmp.unlink(missing_ok=True)
+        con = duckdb.connect(str(tmp))
+        try:
+            with lake.cached_listing():
+                create_views(con, lake, kpi=kpi, account_zones=zones)
+                fingerprint = views_fingerprint(lake, kpi, zones)
+            con.execute(
+                f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
+                f"SELECT {lit(fingerprint)} AS fingerprint"
+            )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+
     try:
-        for attempt in range(BUILD_ATTEMPTS):
-            con = duckdb.connect(str(tmp))
-            try:
-                with lake.cached_listing():
-                    create_views(con, lake, kpi=kpi, account_zones=zones)
-                    fingerprint = views_fingerprint(lake, kpi, zones)
-                con.execute(
-                    f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
-                    f"SELECT {lit(fingerprint)} AS fingerprint"
-                )
-                con.execute("CHECKPOINT")
-                break
-            except duckdb.Error as exc:
-                # Binding a view reads file footers; a partition replaced by a concurrent run
-                # between the listing and the read fails it. The lake is whole: look again.
-                if attempt == BUILD_ATTEMPTS - 1 or not lake_moved(exc):
-                    raise
-            finally:
-                con.close()
-            tmp.unlink(missing_ok=True)
+        read_whole(build)
         tmp.replace(final)
     finally:
         for leftover in (tmp, Path(f"{tmp}.wal")):

@@ -54,21 +54,24 @@ def _listed(paths: list[str]) -> list[str]:
     ]
 
 
+def _land(lake: Lake, seed: int, days: list[dt.date]) -> None:
+    api = ContactCenterResource(
+        base_url="sandbox",
+        sandbox_seed=seed,
+        sandbox_cdrs_per_day=CDRS_PER_DAY,
+        sandbox_start_date=(FIRST - dt.timedelta(days=1)).isoformat(),
+    )
+    for day in days:
+        stats, checks = land_day(api, lake, logging.getLogger("test"), day.isoformat(), privacy=RAW)
+        assert checks.whole(stats.rows, stats.api_total)
+
+
 def test_a_query_lists_each_table_once_whatever_the_days(
     aws: None, s3: MotoS3, new_bucket: str, tmp_path: Path
 ) -> None:
     uri = f"s3://{new_bucket}/lake"
-    lake = Lake(uri)
-    api = ContactCenterResource(
-        base_url="sandbox",
-        sandbox_seed=5,
-        sandbox_cdrs_per_day=CDRS_PER_DAY,
-        sandbox_start_date=(FIRST - dt.timedelta(days=1)).isoformat(),
-    )
     days = [FIRST + dt.timedelta(days=i) for i in range(DAYS)]
-    for day in days:
-        stats, checks = land_day(api, lake, logging.getLogger("test"), day.isoformat(), privacy=RAW)
-        assert checks.whole(stats.rows, stats.api_total)
+    _land(Lake(uri), 5, days)
 
     before = len(_requests(s3))
     build_warehouse(tmp_path, uri)
@@ -102,20 +105,12 @@ def test_a_day_landed_after_the_glob_was_kept_is_seen_by_a_new_connection(
     """The kept answer is the connection's: `cdrhouse sql` (a connection per command) sees
     a day published since, as it did when the listings alone were kept."""
     uri = f"s3://{new_bucket}/lake"
-    lake = Lake(uri)
-    api = ContactCenterResource(
-        base_url="sandbox",
-        sandbox_seed=6,
-        sandbox_cdrs_per_day=CDRS_PER_DAY,
-        sandbox_start_date=(FIRST - dt.timedelta(days=1)).isoformat(),
-    )
-    log = logging.getLogger("test")
-    land_day(api, lake, log, FIRST.isoformat(), privacy=RAW)
+    _land(Lake(uri), 6, [FIRST])
     build_warehouse(tmp_path, uri)
     first = connect_analyst(tmp_path)
     try:
         assert first.execute("SELECT count(*) FROM cdrs").fetchone() == (CDRS_PER_DAY,)
-        land_day(api, lake, log, (FIRST + dt.timedelta(days=1)).isoformat(), privacy=RAW)
+        _land(Lake(uri), 6, [FIRST + dt.timedelta(days=1)])
         second = connect_analyst(tmp_path)
         try:
             assert second.execute("SELECT count(*) FROM cdrs").fetchone() == (2 * CDRS_PER_DAY,)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,3 +97,39 @@ def build_small(data_dir: Path) -> SmallWarehouse:
 @pytest.fixture(scope="session")
 def small(tmp_path_factory: pytest.TempPathFactory) -> SmallWarehouse:
     return build_small(tmp_path_factory.mktemp("wh"))
+
+
+@dataclass
+class Replacing:
+    """How often `replacing` has replaced the partitions so far."""
+
+    times: int = 0
+
+
+@contextlib.contextmanager
+def replacing(lake: Lake, key: str, tables: Sequence[str], pause_s: float) -> Iterator[Replacing]:
+    """Another run replacing partition `key` of `tables` over and over while the block runs,
+    each time with the same rows in the other order: other bytes and row-group offsets, the
+    same answers (float sums aside). Pauses `pause_s` between two replaces."""
+    versions: list[dict[str, pl.DataFrame]] = [{}, {}]
+    for table in tables:
+        frame = lake.read(table, key)
+        assert frame is not None, table
+        versions[0][table], versions[1][table] = frame, frame.reverse()
+    stop = threading.Event()
+    done = Replacing()
+
+    def replace() -> None:
+        while not stop.is_set():
+            for table, frame in versions[done.times % 2].items():
+                lake.write(table, key, frame)
+            done.times += 1
+            time.sleep(pause_s)
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    try:
+        yield done
+    finally:
+        stop.set()
+        writer.join()

@@ -4,7 +4,6 @@ read by the reports, and follow a day's partitions when that day is aggregated a
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
 
 import polars as pl
@@ -22,7 +21,7 @@ from warehouse.duck import (
 from warehouse.lake import Lake, footer_source, partition_key
 from warehouse.viewsql import AGG_SOURCES, aggregate_names
 
-from .conftest import START, build_small
+from .conftest import START, build_small, replacing
 
 
 def test_aggregates_are_written_per_day_and_follow_partition_changes(tmp_path) -> None:
@@ -119,29 +118,8 @@ def test_a_day_replaced_while_it_is_aggregated_is_read_whole(tmp_path) -> None:
     small = build_small(tmp_path)
     key = partition_key("date", START)
     expected = {n: _sorted(t) for n, t in write_aggregates(small.lake, key).tables.items()}
-    # The same rows in another order: other bytes, other row-group offsets, same aggregates.
-    versions = []
-    for flip in (False, True):
-        version = {}
-        for table in AGG_SOURCES:
-            frame = small.lake.read(table, key)
-            if frame is not None:
-                version[table] = frame.reverse() if flip else frame
-        versions.append(version)
-    stop = threading.Event()
-    replaced = 0
-
-    def replace() -> None:
-        nonlocal replaced
-        while not stop.is_set():
-            for table, frame in versions[replaced % 2].items():
-                small.lake.write(table, key, frame)
-            replaced += 1
-
-    writer = threading.Thread(target=replace)
-    writer.start()
     runs = 0
-    try:
+    with replacing(small.lake, key, sorted(AGG_SOURCES), 0.0) as replaced:
         deadline = time.monotonic() + 4.0
         while time.monotonic() < deadline or runs < 5:
             day = write_aggregates(small.lake, key)
@@ -150,9 +128,6 @@ def test_a_day_replaced_while_it_is_aggregated_is_read_whole(tmp_path) -> None:
             for name, table in day.tables.items():
                 # Float sums may differ in the last bits with the rows' order.
                 assert_frame_equal(_sorted(table), expected[name], check_exact=False, rel_tol=1e-12)
-    finally:
-        stop.set()
-        writer.join()
-    assert replaced > runs  # the day was replaced during (nearly) every aggregation
+    assert replaced.times > runs  # the day was replaced during (nearly) every aggregation
     # Nothing of the copies is left behind.
     assert not list((tmp_path / "lake" / "_tmp").glob("aggregate-day-*"))

@@ -17,7 +17,7 @@ from warehouse.duck import WAREHOUSE_FILE, build_warehouse, connect
 from warehouse.lake import partition_key
 from warehouse.report.build import write_report
 
-from .conftest import START, build_small, write_day
+from .conftest import START, build_small, replacing, write_day
 
 HOLDER = r"""
 import sys, duckdb
@@ -134,69 +134,29 @@ def test_queries_read_partitions_that_a_run_replaces_meanwhile(fresh) -> None:
     one version's footer and the other's pages ("TProtocolException: Invalid data", "invalid
     TType"), which `cdrhouse sql` showed as they are. Read again, the new file is whole: the
     query runs again (`lake_moved`), as for a file gone between the glob and the read."""
-    key = partition_key("date", START)
-    frame = fresh.lake.read("cdrs", key)
-    assert frame is not None
-    # The same rows in another order: other bytes and offsets, the same answer.
-    versions = [frame, frame.reverse()]
     query = "SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(cost) AS cost FROM cdrs"
     expected = cli.run_query(fresh.data_dir, query)
     assert expected is not None
-    stop = threading.Event()
-    replaced = 0
-
-    def replace() -> None:
-        nonlocal replaced
-        while not stop.is_set():
-            fresh.lake.write("cdrs", key, versions[replaced % 2])
-            replaced += 1
-            time.sleep(0.02)
-
-    writer = threading.Thread(target=replace)
-    writer.start()
     answers = 0
-    try:
+    with replacing(fresh.lake, partition_key("date", START), ["cdrs"], 0.02) as replaced:
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline or answers < 30:
             got = cli.run_query(fresh.data_dir, query)
             assert got is not None
             assert got.equals(expected)
             answers += 1
-    finally:
-        stop.set()
-        writer.join()
-    assert replaced > 30
+    assert replaced.times > 30
 
 
 def test_a_report_reads_aggregates_that_a_run_replaces_meanwhile(fresh, tmp_path) -> None:
     """The report's queries read the `agg_*` partitions each run replaces: met under a
     replace, they run again, as `cdrhouse sql`'s do."""
-    key = partition_key("date", START)
-    frame = fresh.lake.read("agg_daily_volume", key)
-    assert frame is not None
-    versions = [frame, frame.reverse()]
     end = START + dt.timedelta(days=3)
     out = tmp_path / "report.html"
     expected = write_report(fresh.data_dir, START, end, out).headline
-    stop = threading.Event()
-    replaced = 0
-
-    def replace() -> None:
-        nonlocal replaced
-        while not stop.is_set():
-            fresh.lake.write("agg_daily_volume", key, versions[replaced % 2])
-            replaced += 1
-            time.sleep(0.15)  # a report is many queries: a replace during each
-
-    writer = threading.Thread(target=replace)
-    writer.start()
-    reports = 0
-    try:
+    key = partition_key("date", START)
+    # A report is many queries: a replace during each would be more than a run ever does.
+    with replacing(fresh.lake, key, ["agg_daily_volume"], 0.15) as replaced:
         deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline or replaced < 10:
+        while time.monotonic() < deadline or replaced.times < 10:
             assert write_report(fresh.data_dir, START, end, out).headline == expected
-            reports += 1
-    finally:
-        stop.set()
-        writer.join()
-    assert replaced >= 10

@@ -198,20 +198,17 @@ def write_report(
 ) -> Report:
     """Build the report from `data_dir/warehouse.duckdb` (read-only) and write it to `out`
     atomically (a reader never sees half a file); `account`: that account only."""
-    from warehouse.analyst import QUERY_ATTEMPTS, lake_moved
+    from warehouse.analyst import read_whole
     from warehouse.duck import connect
 
-    for attempt in range(QUERY_ATTEMPTS):
+    def read() -> Report:
         con = connect(data_dir, read_only=True)
         try:
-            report = build_report(con, start, end, now=now, currency=currency, account=account)
-            break
-        except duckdb.Error as exc:
-            # A partition a run replaced while the queries read it: read the new one.
-            if attempt == QUERY_ATTEMPTS - 1 or not lake_moved(exc):
-                raise
+            return build_report(con, start, end, now=now, currency=currency, account=account)
         finally:
             con.close()
+
+    report = read_whole(read)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two runs writing the same report never share (and mix) one file.
