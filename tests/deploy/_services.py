@@ -281,6 +281,18 @@ class MotoS3:
         self.client().create_bucket(Bucket=name)
         return name
 
+    def requests(self) -> list[str]:
+        """Every request the server logged so far, as `VERB /path?query` (werkzeug: a line
+        each); slice it from an earlier length to see what one step asked for."""
+        made = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            for verb in ("GET", "HEAD", "PUT", "POST", "DELETE"):
+                start = f'"{verb} '
+                if start in line:
+                    path = line.split(start, 1)[1].split(" ", 1)[0]
+                    made.append(f"{verb} {path}")
+        return made
+
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
         """Every object key under `prefix`, sorted."""
         paginator = self.client().get_paginator("list_objects_v2")

@@ -45,15 +45,6 @@ def _land(lake: Lake) -> None:
     assert checks.whole(stats.rows, stats.api_total)
 
 
-def _requests(s3: MotoS3) -> list[str]:
-    """The request lines moto's server logged so far (werkzeug: one per request)."""
-    return [
-        line
-        for line in s3.log_path.read_text(errors="replace").splitlines()
-        if '"GET ' in line or '"HEAD ' in line or '"PUT ' in line or '"POST ' in line
-    ]
-
-
 def test_a_day_on_s3_aggregates_as_on_disk_from_one_download_per_source(
     aws: None, s3: MotoS3, new_bucket: str, tmp_path: Path
 ) -> None:
@@ -64,9 +55,9 @@ def test_a_day_on_s3_aggregates_as_on_disk_from_one_download_per_source(
     expected = aggregate_day(local, KEY)
     assert sum(t.num_rows for t in expected.values()) > 0
 
-    before = len(_requests(s3))
+    before = len(s3.requests())
     got = aggregate_day(remote, KEY)
-    made = _requests(s3)[before:]
+    made = s3.requests()[before:]
 
     assert sorted(got) == sorted(aggregate_names())
     for name, table in expected.items():
@@ -92,9 +83,9 @@ def test_the_aggregates_written_to_s3_carry_the_days_source_and_count(
     root = Lake(f"s3://{new_bucket}/lake")
     remote = root.account(account) if account else root
     _land(remote)
-    before = len(_requests(s3))
+    before = len(s3.requests())
     day = write_aggregates(remote, KEY)
-    reads = [r for r in _requests(s3)[before:] if "/cdrs/date=" in r and "PUT" not in r]
+    reads = [r for r in s3.requests()[before:] if "/cdrs/date=" in r and "PUT" not in r]
     assert len(reads) == 1, reads
     assert day.cdrs_rows == 2_000
     volume = remote.read("agg_daily_volume", KEY)

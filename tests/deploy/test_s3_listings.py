@@ -35,22 +35,14 @@ def aws(s3: MotoS3, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-def _requests(s3: MotoS3) -> list[str]:
-    """The paths of the requests moto's server logged so far (werkzeug: one line each)."""
-    paths = []
-    for line in s3.log_path.read_text(errors="replace").splitlines():
-        for verb in ("GET", "HEAD"):
-            if f'"{verb} ' in line:
-                paths.append(line.split(f'"{verb} ', 1)[1].split(" ", 1)[0])
-    return paths
-
-
-def _listed(paths: list[str]) -> list[str]:
+def _listed(requests: list[str]) -> list[str]:
     """The prefixes listed (ListObjectsV2), decoded."""
     return [
-        urllib.parse.parse_qs(urllib.parse.urlparse(p).query).get("prefix", [""])[0]
-        for p in paths
-        if "list-type=2" in p
+        urllib.parse.parse_qs(urllib.parse.urlparse(r.split(" ", 1)[1]).query).get("prefix", [""])[
+            0
+        ]
+        for r in requests
+        if "list-type=2" in r
     ]
 
 
@@ -73,28 +65,28 @@ def test_a_query_lists_each_table_once_whatever_the_days(
     days = [FIRST + dt.timedelta(days=i) for i in range(DAYS)]
     _land(Lake(uri), 5, days)
 
-    before = len(_requests(s3))
+    before = len(s3.requests())
     build_warehouse(tmp_path, uri)
-    built = _listed(_requests(s3)[before:])
+    built = _listed(s3.requests()[before:])
     # No day's prefix is listed: each table's keys come from flat listings.
     assert built, "the views were built without listing the lake"
     assert not [p for p in built if "date=" in p], built
 
     con = connect_analyst(tmp_path)
     try:
-        before = len(_requests(s3))
+        before = len(s3.requests())
         count = con.execute("SELECT count(*) FROM cdrs").fetchone()
-        made = _requests(s3)[before:]
+        made = s3.requests()[before:]
         assert count == (DAYS * CDRS_PER_DAY,)
         assert _listed(made) == ["lake/cdrs/"], made
         # Then at most a read of each day's file (its footer; DuckDB may hold it already).
         assert len([p for p in made if "/cdrs/date=" in p]) <= DAYS, made
 
         # The same connection again: the glob's answer is kept, only the footers are read.
-        before = len(_requests(s3))
+        before = len(s3.requests())
         one = con.execute(f"SELECT count(*) FROM cdrs WHERE date = DATE '{days[1]}'").fetchone()
         assert one == (CDRS_PER_DAY,)
-        assert _listed(_requests(s3)[before:]) == []
+        assert _listed(s3.requests()[before:]) == []
     finally:
         con.close()
 
