@@ -394,8 +394,8 @@ def ui_backfill(prod_dev: ProdDev, served_sandbox: ServedApi) -> UiBackfill:
     """The backfill a UI user launches on the fresh deployment: the CDR assets of the three
     oldest days, sent as the UI's partitions dialog sends it (`launchPartitionBackfill`).
 
-    Launched once per module, before the CLI test (which requests it), so the backfill daemon's
-    30 s interval and the runs overlap that test on 2 cores instead of following it."""
+    Launched once per module, before the CLI test (which requests it), so the backfill's ticks
+    and runs overlap that test on 2 cores instead of following it."""
     dev = prod_dev.dev
     days = list(served_sandbox.days[:3])  # the nightly tick takes yesterday
     nodes = dev.graphql(CDR_ASSETS)["assetNodes"]
