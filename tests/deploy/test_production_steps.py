@@ -37,7 +37,12 @@ import pytest
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from tests.deploy._services import MotoS3, Postgres
 from tests.deploy.conftest import ServedApi
-from tests.pipelines._dagster_dev import LAUNCH_BACKFILL, DagsterDev
+from tests.pipelines._dagster_dev import (
+    DAEMON_TICK_DIR,
+    DAEMON_TICK_S,
+    LAUNCH_BACKFILL,
+    DagsterDev,
+)
 from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
 from tests.support.processes import stop_process
@@ -228,8 +233,12 @@ def deployment(
         PATH=os.pathsep.join(
             [str(Path(sys.executable).parent), str(postgres.bin_dir), base.get("PATH", "")]
         ),
-        # The code under test is this checkout's (installed nowhere in the suite's venv).
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), base.get("PYTHONPATH")])),
+        # The code under test is this checkout's (installed nowhere in the suite's venv); the
+        # daemon ticks every 3 s, as in the other tests' deployments (DAEMON_TICK_DIR).
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(REPO_ROOT), str(DAEMON_TICK_DIR), base.get("PYTHONPATH")])
+        ),
+        CDRHOUSE_TEST_DAEMON_TICK_S=str(DAEMON_TICK_S),
     )
     site = {
         "DAGSTER_HOME": str(workdir / "dagster_home"),
