@@ -471,6 +471,26 @@ def fail_fast_storage(postgres: bool = True) -> Iterator[None]:
         root.removeFilter(quiet)
 
 
+# The command's pool: one connection kept per storage, a few more while threads overlap; no
+# statement timeout (0), as without a pool; a connection older than an hour is replaced.
+POOL_MAX_OVERFLOW = 4
+POOL_RECYCLE_S = 3600
+
+
+def hold_connections(instance: dg.DagsterInstance) -> None:
+    """Keep the instance database's connections open for the command's runs.
+
+    Outside the webserver, dagster-postgres opens a new connection for each storage call: a
+    `cdrhouse ingest` of two small days opened 837 of them, ~6 ms each (a server backend forked
+    and a SCRAM exchange), 5.3 s of its 18.5. The command runs its jobs in this one process,
+    so it pools them as the webserver does (Dagster's own `optimize_for_webserver`). A no-op
+    on SQLite storage. A connection the server dropped fails its call, as a refused connect
+    fails it without the pool (`fail_fast_storage`), and the pool replaces it."""
+    instance.optimize_for_webserver(
+        statement_timeout=0, pool_recycle=POOL_RECYCLE_S, max_overflow=POOL_MAX_OVERFLOW
+    )
+
+
 @contextlib.contextmanager
 def open_instance(
     env: Mapping[str, str],
@@ -493,6 +513,7 @@ def open_instance(
     instance: dg.DagsterInstance | None = None
     try:
         instance = dg.DagsterInstance.get()
+        hold_connections(instance)
         close_unrecorded_runs(instance, data_dir)
         if prepare is not None:
             prepare(instance)

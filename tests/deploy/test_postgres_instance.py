@@ -169,6 +169,18 @@ def _cli(env: Mapping[str, str], cwd: Path, *args: str) -> subprocess.CompletedP
     return result
 
 
+MAX_SESSIONS_PER_INGEST = 150
+
+
+def _sessions(postgres: Postgres, dbname: str) -> int:
+    """Connections made to `dbname` so far (PostgreSQL counts one when a session ends)."""
+    [(count,)] = postgres.query(
+        dbname, f"SELECT sessions FROM pg_stat_database WHERE datname = '{dbname}'"
+    )
+    assert isinstance(count, int)
+    return count
+
+
 def test_cli_ingest_records_runs_in_postgres_and_reconciles_exactly(
     tmp_path: Path,
     postgres: Postgres,
@@ -189,8 +201,12 @@ def test_cli_ingest_records_runs_in_postgres_and_reconciles_exactly(
         (days[-1] + timedelta(1)).isoformat(),
     ]
 
+    sessions = _sessions(postgres, env["DAGSTER_PG_DB"])
     out = _cli(env, tmp_path, *argv).stdout
     assert served_sandbox.base_url in out  # it used the API it was pointed at
+    # The command pools its connections (preflight.hold_connections): 837 without, ~60 with.
+    opened = _sessions(postgres, env["DAGSTER_PG_DB"]) - sessions
+    assert opened <= MAX_SESSIONS_PER_INGEST, opened
 
     with _instance(env) as instance:
         runs = instance.get_runs()
