@@ -170,6 +170,7 @@ def cmd_ingest(
     from pipelines.scope import AccountScope
     from pipelines.settings import DEFAULT_LOOKBACK_DAYS
     from warehouse.lake import LakeSourceConflict
+    from warehouse.stores import UnreadablePartitions
     from warehouse.viewsql import WAREHOUSE_FILE
 
     try:
@@ -278,8 +279,14 @@ def cmd_ingest(
                         )
     except SetupError as exc:
         raise CliError(str(exc)) from None
-    if not warehouse.lake().is_local:
-        warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
+    try:
+        if warehouse.lake().is_local:
+            warehouse.refresh_views()  # current unless a damaged file held a run's back
+        else:
+            warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
+    except UnreadablePartitions as exc:
+        print(f"cdrhouse ingest: FAILED to build the views: {exc}", file=out)
+        return 1
     if refused:
         print(
             f"cdrhouse ingest: REFUSED account(s) {', '.join(refused)} (nothing of theirs "

@@ -362,21 +362,33 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         marker) otherwise."""
         return Lake(self.resolved_lake_uri).account(account_id)
 
-    def refresh_views(self) -> bool:
+    def refresh_views(self, log: logging.Logger | dg.DagsterLogManager | None = None) -> bool:
         """Rebuild `warehouse.duckdb`'s views (atomic rename, never blocks an analyst) when they
         would change; True if rebuilt. Called once at the end of a run.
 
         On an object-store lake a run's disk is usually thrown away with its pod: whoever
         queries builds the views (`cdrhouse sql` does so when it has none, `cdrhouse lake
-        views` on demand), and their `s3://` globs see new partitions without a rebuild."""
+        views` on demand), and their `s3://` globs see new partitions without a rebuild.
+
+        With `log` (a step's), damaged partition files of the lake (`UnreadablePartitions`)
+        are a warning naming them, and the views stay as they were: the step's own data has
+        landed, and the run of a damaged day, which replaces its files, must not fail on
+        them (`cdrhouse ingest` says so at its end, with the command that replaces them)."""
         from warehouse.duck import refresh_views
+        from warehouse.stores import UnreadablePartitions
 
         if not self.lake().is_local:
             return False
         self.data_path.mkdir(parents=True, exist_ok=True)
-        return refresh_views(
-            self.data_path, self.resolved_lake_uri, self.kpi(), self.account_zones or None
-        )
+        try:
+            return refresh_views(
+                self.data_path, self.resolved_lake_uri, self.kpi(), self.account_zones or None
+            )
+        except UnreadablePartitions as exc:
+            if log is None:
+                raise
+            log.warning(f"views not rebuilt: {exc}")
+            return False
 
     def build_views(self) -> Path:
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""

@@ -23,6 +23,8 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     import duckdb
 
+    from warehouse.lake import Lake
+
 # The DuckDB file of the views, in the data dir.
 WAREHOUSE_FILE = "warehouse.duckdb"
 LAKE_DIR = "lake"
@@ -87,18 +89,59 @@ def lake_moved(exc: BaseException) -> bool:
     return any(m in text for m in LAKE_MOVED)
 
 
-def read_whole(read: Callable[[], T]) -> T:
+# What DuckDB or pyarrow say of a footer they cannot read, or of a file too short to be
+# Parquet: a file replaced between two opens (`LAKE_MOVED`), or one damaged for good, which
+# DuckDB does not name.
+FOOTER_ERRORS = ("TProtocolException", "invalid TType", "don't know what type", "magic bytes")
+
+
+def read_whole(read: Callable[[], T], lake: Callable[[], Lake | None] | None = None) -> T:
     """`read()` (which opens and closes its own connection), run again while it meets a lake
-    file replaced under it: the views' build, `cdrhouse sql`, the report."""
+    file replaced under it: the views' build, `cdrhouse sql`, the report.
+
+    When the last attempt still meets an unreadable footer, the file is damaged, not being
+    replaced: with `lake` (the lake read, made only then), the error is `UnreadablePartitions`,
+    which names the damaged files and how to replace them."""
     import duckdb
 
     for attempt in range(READ_ATTEMPTS):
         try:
             return read()
-        except duckdb.Error as exc:
-            if attempt == READ_ATTEMPTS - 1 or not lake_moved(exc):
+        except (duckdb.Error, OSError, ValueError) as exc:  # pyarrow's footer reads: ArrowInvalid
+            footer = any(m in str(exc) for m in FOOTER_ERRORS)
+            if not footer and not (isinstance(exc, duckdb.Error) and lake_moved(exc)):
                 raise
+            if attempt < READ_ATTEMPTS - 1:
+                continue
+            damaged = None
+            if lake is not None and footer:
+                read_lake = lake()
+                damaged = read_lake.unreadable() if read_lake is not None else None
+            if damaged is not None:
+                raise damaged from exc
+            raise
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def warehouse_lake(data_dir: Path, lake_uri: str | None = None) -> Lake | None:
+    """The lake `warehouse.duckdb` reads (the one it records; else `lake_uri`, else the data
+    dir's), None when it cannot tell."""
+    import duckdb
+
+    from warehouse.lake import Lake
+
+    recorded = None
+    path = Path(data_dir) / WAREHOUSE_FILE
+    if path.exists():
+        try:
+            with duckdb.connect(str(path), read_only=True) as con:
+                recorded = warehouse_lake_uri(con)
+        except duckdb.Error:
+            recorded = None
+    try:
+        return Lake(recorded or lake_uri or default_lake_uri(Path(data_dir)))
+    except ValueError:
+        return None
 
 
 def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckDBPyConnection:

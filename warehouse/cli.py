@@ -114,7 +114,7 @@ def answer(
     connection where DuckDB itself reads nothing outside the lake and changes no setting
     (`connect_analyst`). `output`, where the caller will write the rows, must be outside the
     lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
-    from warehouse.analyst import connect_analyst, read_whole
+    from warehouse.analyst import connect_analyst, read_whole, warehouse_lake
     from warehouse.sqlguard import read_statements
 
     def read() -> T | None:
@@ -130,7 +130,7 @@ def answer(
         finally:
             con.close()
 
-    return read_whole(read)
+    return read_whole(read, lambda: warehouse_lake(data_dir, lake_uri))
 
 
 def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) -> None:
@@ -238,6 +238,7 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
     import duckdb  # after the argument checks: a usage error answers without loading DuckDB
 
     from warehouse.sqlguard import RefusedQuery
+    from warehouse.stores import UnreadablePartitions
 
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
@@ -248,7 +249,7 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
     )
     try:
         result = answer(Path(data_dir), query, fetch, lake_uri, args.output)
-    except RefusedQuery as exc:
+    except (RefusedQuery, UnreadablePartitions) as exc:
         return _fail(str(exc))
     except duckdb.Error as exc:
         return _fail(_one_line(exc))
@@ -304,10 +305,15 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
     """Entry point of `cdrhouse lake`; exit 2 for a reset without --yes or an unknown account."""
     from warehouse.duck import WAREHOUSE_FILE, build_warehouse, default_lake_uri
     from warehouse.lake import Lake
+    from warehouse.stores import UnreadablePartitions
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     if args.lake_command == "views":
-        path = build_warehouse(Path(data_dir), lake.uri)
+        try:
+            path = build_warehouse(Path(data_dir), lake.uri)
+        except UnreadablePartitions as exc:
+            print(f"cdrhouse lake views: error: {exc}", file=sys.stderr)
+            return 1
         print(f"cdrhouse lake: views over {lake.uri} in {path}")
         return 0
     account: str | None = getattr(args, "account", None)
@@ -484,6 +490,7 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
 
     from warehouse.analyst import report_path
     from warehouse.report import missing_lines, report_accounts, write_report
+    from warehouse.stores import UnreadablePartitions
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
     problem = _ensure_views(Path(data_dir), lake_uri)
@@ -510,7 +517,7 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
             currency=getattr(args, "currency", None),
             account=getattr(args, "account", None),
         )
-    except (OSError, duckdb.Error) as exc:
+    except (OSError, duckdb.Error, UnreadablePartitions) as exc:
         print(f"cdrhouse report: error: {exc}", file=sys.stderr)
         return 1
     last = end - dt.timedelta(days=1)

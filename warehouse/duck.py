@@ -369,7 +369,7 @@ def build_warehouse(
             con.close()
 
     try:
-        read_whole(build)
+        read_whole(build, lambda: lake)
         tmp.replace(final)
     finally:
         for leftover in (tmp, Path(f"{tmp}.wal")):

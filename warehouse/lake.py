@@ -68,6 +68,7 @@ from warehouse.stores import (
     LocalStore,
     ObjectStore,
     Store,
+    UnreadablePartitions,
     is_local_uri,
     root_from_uri,
 )
@@ -95,6 +96,8 @@ DEFAULT_ACCOUNT = "default"
 # As `pipelines.accounts.ACCOUNT_ID`: part of every row and lake path.
 ACCOUNT_ID = re.compile(r"[a-z0-9_]{1,63}")
 REJECTED_DIR = "_rejected"
+# Damaged partition files an error names (`Lake.unreadable`), the count of the rest after.
+UNREADABLE_SHOWN = 3
 # Parquet key-value metadata written into every partition file.
 META_SOURCE = "cdrhouse.source"
 META_WRITTEN_AT = "cdrhouse.written_at"
@@ -782,6 +785,41 @@ class Lake:
         """`key -> modification time` of every partition of a table (one listing)."""
         listing = self._listing if self._listing is not None else self.store.list_all(table)
         return dict(listing.get(table, {}))
+
+    def unreadable(self, limit: int = UNREADABLE_SHOWN) -> UnreadablePartitions | None:
+        """The error naming the published partitions (every account's, from a root) whose
+        footer cannot be read, the first `limit` of them, and how to replace them; None when
+        every footer reads. Reads every footer: for after a reader met an unreadable one
+        (DuckDB's error does not say which file), not on the way."""
+        lakes = [self]
+        if not self.is_sub_lake:
+            lakes += [self.account(a) for a in sorted(self._account_listing())]
+        bad: list[tuple[Lake, str, str, str]] = []
+        for lake in lakes:
+            for table, keys in sorted(lake.store.list_all().items()):
+                for key in sorted(keys):
+                    try:
+                        lake.store.read_footer(lake._rel(table, key))
+                    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+                        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                        bad.append((lake, table, key, first))
+        if not bad:
+            return None
+        shown = "; ".join(
+            f"{lake.partition_url(table, key)} ({error})" for lake, table, key, error in bad[:limit]
+        )
+        more = f" and {len(bad) - limit} more" if len(bad) > limit else ""
+        days = sorted({key.partition("=")[2] for _, _, key, _ in bad if key.startswith("date=")})
+        fix = "delete the file(s) (a view reads the partitions that remain)"
+        if days:
+            end = (dt.date.fromisoformat(days[-1]) + dt.timedelta(days=1)).isoformat()
+            fix = (
+                f"re-ingest the day(s) to replace them (`cdrhouse ingest --start {days[0]} "
+                f"--end {end}`), or {fix}"
+            )
+        return UnreadablePartitions(
+            f"{len(bad)} lake file(s) cannot be read, damaged: {shown}{more}; {fix}"
+        )
 
     @contextlib.contextmanager
     def cached_listing(self) -> Iterator[None]:

@@ -65,6 +65,12 @@ class StoreSetupError(Exception):
     """The lake's store cannot be used as configured (message: one line, what to fix)."""
 
 
+class UnreadablePartitions(Exception):
+    """Published partition files whose Parquet footer cannot be read (damaged on disk or in
+    the bucket): every read of their table fails the same way, so no retry helps. The
+    message names them and how to replace them (`Lake.unreadable`)."""
+
+
 def lake_uri_problem(uri: str) -> str | None:
     """Why `uri` cannot name a lake (one line), or None. Checks the shape only: no I/O."""
     if not uri.strip() or uri != uri.strip():
@@ -149,6 +155,9 @@ def setup_problem(exc: BaseException, where: str = "the lake") -> str | None:
     full = disk_full(exc)
     if full is not None:
         return disk_full_message(getattr(full, "filename", None) or where, full)
+    damaged = next((e for e in _chain(exc) if isinstance(e, UnreadablePartitions)), None)
+    if damaged is not None:
+        return str(damaged)
     return _s3_problem(exc, where, during_run=True)
 
 

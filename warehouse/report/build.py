@@ -198,7 +198,7 @@ def write_report(
 ) -> Report:
     """Build the report from `data_dir/warehouse.duckdb` (read-only) and write it to `out`
     atomically (a reader never sees half a file); `account`: that account only."""
-    from warehouse.analyst import read_whole
+    from warehouse.analyst import read_whole, warehouse_lake
     from warehouse.duck import connect
 
     def read() -> Report:
@@ -208,7 +208,7 @@ def write_report(
         finally:
             con.close()
 
-    report = read_whole(read)
+    report = read_whole(read, lambda: warehouse_lake(data_dir))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two runs writing the same report never share (and mix) one file.

@@ -104,7 +104,7 @@ def build_report_asset(
         start = end - timedelta(days=config.days)
         lake = warehouse.lake()
         if lake.is_local:
-            warehouse.refresh_views()
+            warehouse.refresh_views(context.log)
         else:
             warehouse.build_views()  # a pod's data dir starts empty
         out = report_path(warehouse.data_path)
