@@ -60,17 +60,14 @@ def warehouse_lake_uri(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(rows[0][0]) if rows and rows[0][0] else None
 
 
+# What DuckDB or pyarrow say of a footer they cannot read, or of a file too short to be
+# Parquet: a file replaced between two opens, or one damaged for good, which DuckDB does not
+# name (`read_whole` tells the two apart).
+FOOTER_ERRORS = ("TProtocolException", "invalid TType", "don't know what type", "magic bytes")
 # What DuckDB says when a lake file was replaced or removed while it read it: gone between
 # its glob and its read; or replaced between two opens of it (DuckDB opens a file again for
 # each scan), so the footer read first describes another version than the bytes read next.
-LAKE_MOVED = (
-    "FileExpired",
-    "FileNotFoundError",
-    "No files found",
-    "TProtocolException",
-    "invalid TType",
-    "don't know what type",
-)
+LAKE_MOVED = ("FileExpired", "FileNotFoundError", "No files found", *FOOTER_ERRORS)
 
 
 # Runs of a read that met a lake file replaced while it read (`lake_moved`): a run replaces
@@ -89,12 +86,6 @@ def lake_moved(exc: BaseException) -> bool:
     return any(m in text for m in LAKE_MOVED)
 
 
-# What DuckDB or pyarrow say of a footer they cannot read, or of a file too short to be
-# Parquet: a file replaced between two opens (`LAKE_MOVED`), or one damaged for good, which
-# DuckDB does not name.
-FOOTER_ERRORS = ("TProtocolException", "invalid TType", "don't know what type", "magic bytes")
-
-
 def read_whole(read: Callable[[], T], lake: Callable[[], Lake | None] | None = None) -> T:
     """`read()` (which opens and closes its own connection), run again while it meets a lake
     file replaced under it: the views' build, `cdrhouse sql`, the report.
@@ -108,13 +99,12 @@ def read_whole(read: Callable[[], T], lake: Callable[[], Lake | None] | None = N
         try:
             return read()
         except (duckdb.Error, OSError, ValueError) as exc:  # pyarrow's footer reads: ArrowInvalid
-            footer = any(m in str(exc) for m in FOOTER_ERRORS)
-            if not footer and not (isinstance(exc, duckdb.Error) and lake_moved(exc)):
+            if not lake_moved(exc):
                 raise
             if attempt < READ_ATTEMPTS - 1:
                 continue
             damaged = None
-            if lake is not None and footer:
+            if lake is not None and any(m in str(exc) for m in FOOTER_ERRORS):
                 read_lake = lake()
                 damaged = read_lake.unreadable() if read_lake is not None else None
             if damaged is not None:
