@@ -176,7 +176,8 @@ def cmd_ingest(
     try:
         # The partitions must reach back to --start, whatever CDRHOUSE_START_DATE says.
         first_day = min(start_date_from_env(env), start)
-        contact_center, warehouse = resources_from_env(env, first_day)
+        # The views once, after the runs (below), not in each step of them.
+        contact_center, warehouse = resources_from_env(env, first_day, views_in_runs=False)
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     apis = account_resources(chosen, env, first_day, contact_center)
@@ -278,10 +279,14 @@ def cmd_ingest(
                             file=out,
                         )
     except SetupError as exc:
+        # What landed before the error is in the views too (the runs left them to us).
+        if warehouse.lake().is_local:
+            with contextlib.suppress(UnreadablePartitions):
+                warehouse.refresh_views()
         raise CliError(str(exc)) from None
     try:
         if warehouse.lake().is_local:
-            warehouse.refresh_views()  # current unless a damaged file held a run's back
+            warehouse.refresh_views()  # the runs left the views to this (`views_in_runs`)
         else:
             warehouse.build_views()  # the runs refreshed only the lake (see refresh_views)
     except UnreadablePartitions as exc:

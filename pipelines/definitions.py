@@ -182,9 +182,10 @@ def _setting(name: str, env: Mapping[str, str]) -> dg.EnvVar | None:
 
 
 def resources_from_env(
-    env: Mapping[str, str], start_date: date
+    env: Mapping[str, str], start_date: date, *, views_in_runs: bool = True
 ) -> tuple[ContactCenterResource, WarehouseResource]:
-    """The resources as configured by `env` (see the module docstring).
+    """The resources as configured by `env` (see the module docstring); `views_in_runs=False`
+    for a caller that refreshes the views itself after the runs (`cdrhouse ingest`).
 
     The API settings are `EnvVar`s, resolved from `os.environ` where a run starts (the CLI
     puts its mapping's values there: `api_environ`): a plain key would be saved as a config
@@ -209,7 +210,12 @@ def resources_from_env(
         else {}
     )
     warehouse = WarehouseResource.with_kpi(
-        settings.data_dir, settings.lake_uri, settings.kpi(), settings.currency, zones
+        settings.data_dir,
+        settings.lake_uri,
+        settings.kpi(),
+        settings.currency,
+        zones,
+        views_in_runs=views_in_runs,
     )
     return contact_center, warehouse
 

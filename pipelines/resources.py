@@ -310,6 +310,12 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     account_zones: dict[str, str] = Field(
         default_factory=dict, description="Account id -> IANA zone of its business day."
     )
+    # `cdrhouse ingest` turns this off and refreshes once after its runs: on a new lake each
+    # step adds a table, so each step rebuilt the views (~9 builds for a 2-day range).
+    views_in_runs: bool = Field(
+        default=True,
+        description="Refresh warehouse.duckdb's views in each step that lands data.",
+    )
 
     @classmethod
     def with_kpi(
@@ -319,8 +325,11 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         kpi: KpiSettings,
         currency: str | None = None,
         account_zones: Mapping[str, str] | None = None,
+        *,
+        views_in_runs: bool = True,
     ) -> WarehouseResource:
         return cls(
+            views_in_runs=views_in_runs,
             data_dir=data_dir,
             lake_uri=lake_uri,
             currency=currency,
@@ -389,6 +398,11 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
                 raise
             log.warning(f"views not rebuilt: {exc}")
             return False
+
+    def views_after_landing(self, log: logging.Logger | dg.DagsterLogManager) -> bool:
+        """A landing step's refresh (`refresh_views`), unless the runs' caller refreshes
+        once after them (`views_in_runs` off)."""
+        return self.views_in_runs and self.refresh_views(log)
 
     def build_views(self) -> Path:
         """Build `warehouse.duckdb`'s views over the lake now, writing nothing to the lake."""

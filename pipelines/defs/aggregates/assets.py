@@ -73,7 +73,7 @@ def build_aggregate_assets(
         lake = warehouse.lake(scope.account_id)
         written = write_aggregates(lake, f"date={context.partition_key}", selected)
         tables = written.tables
-        warehouse.refresh_views(context.log)
+        warehouse.views_after_landing(context.log)
         for name, table in tables.items():
             yield dg.MaterializeResult(
                 asset_key=scope.key(name), metadata={"dagster/row_count": table.num_rows}

@@ -62,7 +62,7 @@ def _snapshot_asset(
         key = f"snapshot_date={taken_at.date().isoformat()}"
         for table in source.tables:
             lake.write(table, key, frames[table], source=source_id)
-        warehouse.refresh_views(context.log)
+        warehouse.views_after_landing(context.log)
         for table in source.tables:
             frame = frames[table]
             yield landed(

@@ -1,0 +1,69 @@
+"""Who refreshes `warehouse.duckdb`'s views: each landing step of a run (the UI's, the
+schedule's), or, with `views_in_runs` off, the runs' caller once after them (`cdrhouse
+ingest`, which on a new lake otherwise rebuilt the views in nearly every step)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.cli import main
+from pipelines.definitions import build_defs
+from pipelines.resources import ContactCenterResource, WarehouseResource
+from tests.support.clock import SessionClock
+from tests.support.lake import one_row, warehouse
+from tests.support.served import ServedSandbox
+
+WAREHOUSE_FILE = "warehouse.duckdb"
+
+
+def _land_day(data_dir: Path, day: date, *, views_in_runs: bool) -> None:
+    defs = build_defs(
+        contact_center=ContactCenterResource(
+            base_url="sandbox", sandbox_cdrs_per_day=50, sandbox_start_date=day.isoformat()
+        ),
+        warehouse=WarehouseResource(data_dir=str(data_dir), views_in_runs=views_in_runs),
+        start_date=day,
+        retry_policy=dg.RetryPolicy(max_retries=0),
+    )
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("cdr_daily").execute_in_process(
+            instance=instance, partition_key=day.isoformat()
+        )
+    assert result.success
+
+
+@pytest.mark.parametrize("views_in_runs", [True, False])
+def test_a_run_refreshes_the_views_unless_told_its_caller_will(
+    tmp_path: Path, clock: SessionClock, views_in_runs: bool
+) -> None:
+    day = clock.days_ago(3)
+    _land_day(tmp_path, day, views_in_runs=views_in_runs)
+
+    assert list((tmp_path / "lake" / "cdrs").glob("date=*/*.parquet"))  # the day landed
+    if views_in_runs:
+        with warehouse(tmp_path) as con:
+            (rows,) = one_row(con, f"select count(*) from cdrs where date = DATE '{day}'")
+        assert rows > 0
+    else:
+        assert not (tmp_path / WAREHOUSE_FILE).exists()
+
+
+def test_cli_ingest_leaves_views_over_every_table_it_landed(
+    clean_faults: ServedSandbox, clock: SessionClock, tmp_path: Path
+) -> None:
+    # Its runs leave the views to it: the one refresh after them must see every table that
+    # got its first partition in any of them (snapshots, CDR tables, aggregates).
+    days = [clock.days_ago(3), clock.days_ago(2)]
+    argv = ["ingest", "--start", days[0].isoformat(), "--end", str(days[-1] + timedelta(1))]
+    assert main(argv, env=clean_faults.env(tmp_path)) == 0
+    with warehouse(tmp_path) as con:
+        (cdrs,) = one_row(con, "select count(*) from cdrs")
+        (volume,) = one_row(con, "select sum(cdrs) from agg_daily_volume")
+        (users,) = one_row(con, "select count(*) from users")
+    assert cdrs == sum(clean_faults.api_total(d) for d in days) > 0
+    assert volume == cdrs
+    assert users > 0
