@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from pipelines.accounts import Account
+    from pipelines.resources import WarehouseResource
 
 DEMO_DAYS = 7
 DEMO_QUERY = """
@@ -258,7 +259,8 @@ def cmd_ingest(
                     scope=scope,
                 )
                 if report.setup_error is not None:
-                    raise CliError(report.setup_error)  # the views are left as they were
+                    _views_of_what_landed(warehouse)
+                    raise CliError(report.setup_error)
                 rows = sum(r.rows.get("cdrs", 0) for r in report.runs)
                 if report.success:
                     cdrs += rows
@@ -279,10 +281,7 @@ def cmd_ingest(
                             file=out,
                         )
     except SetupError as exc:
-        # What landed before the error is in the views too (the runs left them to us).
-        if warehouse.lake().is_local:
-            with contextlib.suppress(UnreadablePartitions):
-                warehouse.refresh_views()
+        _views_of_what_landed(warehouse)
         raise CliError(str(exc)) from None
     try:
         if warehouse.lake().is_local:
@@ -379,3 +378,16 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     report = report_path(env_data_dir(env))  # written by the asset's run above
     print(f"\ncontact-center report (open it in a browser, works offline): {report}", file=out)
     return 0
+
+
+def _views_of_what_landed(warehouse: WarehouseResource) -> None:
+    """Before a setup error ends the command: the runs left the views to it
+    (`views_in_runs`), and what they landed before the error is queryable too. Nothing
+    landed (a wrong key fails the first run): nothing is written, no views either."""
+    from models.tables import TABLES
+
+    lake = warehouse.lake()
+    if lake.is_local and any(lake.holders(name) for name in TABLES):
+        # Best effort: the setup error (a full disk, say, which fails this too) is the line.
+        with contextlib.suppress(Exception):
+            warehouse.refresh_views()

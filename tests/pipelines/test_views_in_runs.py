@@ -10,11 +10,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from connectors.sandbox import ALL_SCOPES, Sandbox, SandboxConfig
 from pipelines.cli import main
 from pipelines.definitions import build_defs
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import SessionClock
 from tests.support.lake import one_row, warehouse
+from tests.support.privacy import with_raw_numbers
 from tests.support.served import ServedSandbox
 
 WAREHOUSE_FILE = "warehouse.duckdb"
@@ -67,3 +69,35 @@ def test_cli_ingest_leaves_views_over_every_table_it_landed(
     assert cdrs == sum(clean_faults.api_total(d) for d in days) > 0
     assert volume == cdrs
     assert users > 0
+
+
+def test_a_failed_day_leaves_views_over_what_landed_before_it(
+    clock: SessionClock, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A key that reads the directory and the balance but not CDRs: the snapshots land, the
+    # day's run fails (403, no retry), exit 1. The snapshots are in the views all the same.
+    day = clock.days_ago(2)
+    config = SandboxConfig(
+        seed=7,
+        cdrs_per_day=50,
+        start_date=day - timedelta(3),
+        days=4,
+        api_keys={"no-cdrs": ALL_SCOPES - {"reporting.cdrs.read"}},
+    )
+    argv = ["ingest", "--start", day.isoformat(), "--end", str(day + timedelta(1))]
+    with Sandbox(config).serve() as handle:
+        env = with_raw_numbers(
+            {
+                "CC_API_BASE_URL": handle.base_url,
+                "CC_API_KEY": "no-cdrs",
+                "CDRHOUSE_DATA_DIR": str(tmp_path),
+            }
+        )
+        assert main(argv, env=env) == 1
+        assert "reporting.cdrs.read" in capsys.readouterr().out
+        assert not list((tmp_path / "lake" / "cdrs").glob("date=*/*.parquet"))
+        with warehouse(tmp_path) as con:
+            (users,) = one_row(con, "select count(*) from users")
+            (balances,) = one_row(con, "select count(*) from balance_snapshots")
+        assert users > 0
+        assert balances == 1

@@ -63,7 +63,8 @@ def build_aggregate_assets(
     def reporting_aggregates(
         context: dg.AssetExecutionContext,
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-        """Replace the day's `agg_*` partitions, then refresh the views once for the run."""
+        """Replace the day's `agg_*` partitions, then refresh the views once for the run (unless
+        its caller does after its runs: `views_in_runs`)."""
         # DuckDB only from here: loaded, it keeps ~35 MB resident, which the CDR day's step
         # (the peak of a run) does not carry: every run executes its steps in one process.
         from warehouse.duck import write_aggregates
