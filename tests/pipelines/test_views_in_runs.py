@@ -4,6 +4,8 @@ ingest`, which on a new lake otherwise rebuilt the views in nearly every step)."
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -61,7 +63,30 @@ def test_cli_ingest_leaves_views_over_every_table_it_landed(
     # got its first partition in any of them (snapshots, CDR tables, aggregates).
     days = [clock.days_ago(3), clock.days_ago(2)]
     argv = ["ingest", "--start", days[0].isoformat(), "--end", str(days[-1] + timedelta(1))]
-    assert main(argv, env=clean_faults.env(tmp_path)) == 0
+    views = tmp_path / WAREHOUSE_FILE
+    first_seen: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:  # when the views file first exists
+        while not first_seen:
+            stop = done.is_set()
+            if views.exists():
+                first_seen.append(time.time())
+            elif stop:
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        assert main(argv, env=clean_faults.env(tmp_path)) == 0
+    finally:
+        done.set()
+        watcher.join()
+    # Built once, after every run: not before the last day's files were written.
+    last_landed = max(p.stat().st_mtime for p in (tmp_path / "lake").rglob("date=*/*.parquet"))
+    assert first_seen, "no views after the command"
+    assert first_seen[0] >= last_landed, (first_seen, last_landed)
     with warehouse(tmp_path) as con:
         (cdrs,) = one_row(con, "select count(*) from cdrs")
         (volume,) = one_row(con, "select sum(cdrs) from agg_daily_volume")
