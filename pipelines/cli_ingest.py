@@ -383,7 +383,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
 def _views_of_what_landed(warehouse: WarehouseResource) -> None:
     """Before a setup error ends the command: the runs left the views to it
     (`views_in_runs`), and what they landed before the error is queryable too. Nothing
-    landed (a wrong key fails the first run): nothing is written, no views either."""
+    landed (a full disk at the first write, say): nothing is written, no views either."""
     from models.tables import TABLES
 
     lake = warehouse.lake()
