@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -26,41 +27,32 @@ SAMPLE_S = 0.3
 HZ = os.sysconf("SC_CLK_TCK")
 # The pytest line of `make test` (the Makefile's `test` target), without coverage options.
 MAKE_TEST = ["-n", "2", "--dist", "loadgroup", "-q", "-p", "no:cacheprovider"]
-# (kind, substrings that all must be in the command line), first match wins.
-KINDS: list[tuple[str, tuple[str, ...]]] = [
-    ("pytest workers (in-process tests)", ("import sys;exec(eval(sys.stdin.readline()))",)),
-    ("pytest main", ("-m pytest",)),
-    ("cdrhouse sandbox (served)", ("connectors.sandbox.serve",)),
-    ("cdrhouse sandbox (served)", ("cdrhouse sandbox",)),
-    ("cdrhouse ingest", ("pipelines.cli ingest",)),
-    ("cdrhouse ingest", ("cdrhouse ingest",)),
-    ("cdrhouse other commands", ("pipelines.cli",)),
-    ("cdrhouse other commands", ("bin/cdrhouse",)),
-    ("Dagster run workers (spawned)", ("multiprocessing.spawn",)),
-    ("Dagster run workers", ("dagster", "execute_run")),
-    ("Dagster daemons", ("dagster._daemon",)),
-    ("Dagster daemons", ("dagster-daemon",)),
-    ("Dagster webservers", ("dagster-webserver",)),
-    ("Dagster webservers", ("dagster_webserver",)),
-    ("Dagster code servers", ("dagster", "grpc")),
-    ("Dagster code servers", ("dagster", "code-server")),
-    ("dagster dev / dg dev", ("dagster", " dev ")),
-    ("dagster dev / dg dev", ("bin/dg", " dev ")),
-    ("schemathesis", ("bin/st ",)),
-    ("Chromium", ("chrom",)),
-    ("Chromium", ("headless_shell",)),
-    ("moto (S3)", ("moto",)),
-    ("PostgreSQL", ("postgres",)),
-    ("pip / installs", ("-m pip ",)),
-    ("other Python", ("python",)),
+# (kind, a regex searched in the command line), first match wins.
+KINDS: list[tuple[str, re.Pattern[str]]] = [
+    (name, re.compile(pattern))
+    for name, pattern in [
+        ("pytest workers (in-process tests)", r"import sys;exec\(eval\(sys\.stdin"),
+        ("pytest main", r"-m pytest"),
+        ("cdrhouse sandbox (served)", r"connectors\.sandbox\.serve|cdrhouse sandbox"),
+        ("cdrhouse ingest", r"(pipelines\.cli|cdrhouse) ingest"),
+        ("cdrhouse other commands", r"pipelines\.cli|bin/cdrhouse"),
+        ("Dagster run workers (spawned)", r"multiprocessing\.spawn|dagster.*execute_run"),
+        ("Dagster daemons", r"dagster(\._daemon|-daemon)"),
+        ("Dagster webservers", r"dagster[-_]webserver"),
+        ("Dagster code servers", r"dagster.*(grpc|code-server)"),
+        ("dagster dev / dg dev", r"(dagster|bin/dg) dev "),
+        ("schemathesis", r"bin/st "),
+        ("Chromium", r"chrom|headless_shell"),
+        ("moto (S3)", r"moto"),
+        ("PostgreSQL", r"postgres"),
+        ("pip / installs", r"-m pip "),
+        ("other Python", r"python"),
+    ]
 ]
 
 
 def kind(cmdline: str) -> str:
-    for name, needles in KINDS:
-        if all(n in cmdline for n in needles):
-            return name
-    return "other"
+    return next((name for name, pattern in KINDS if pattern.search(cmdline)), "other")
 
 
 class Sampler:
