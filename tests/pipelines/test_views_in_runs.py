@@ -14,25 +14,16 @@ import pytest
 
 from connectors.sandbox import ALL_SCOPES, Sandbox, SandboxConfig
 from pipelines.cli import main
-from pipelines.definitions import build_defs
-from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import SessionClock
 from tests.support.lake import one_row, warehouse
 from tests.support.privacy import with_raw_numbers
-from tests.support.served import ServedSandbox
+from tests.support.served import ServedSandbox, sandbox_defs
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 
 
 def _land_day(data_dir: Path, day: date, *, views_in_runs: bool) -> None:
-    defs = build_defs(
-        contact_center=ContactCenterResource(
-            base_url="sandbox", sandbox_cdrs_per_day=50, sandbox_start_date=day.isoformat()
-        ),
-        warehouse=WarehouseResource(data_dir=str(data_dir), views_in_runs=views_in_runs),
-        start_date=day,
-        retry_policy=dg.RetryPolicy(max_retries=0),
-    )
+    defs = sandbox_defs(data_dir, day, 50, views_in_runs=views_in_runs)
     with dg.DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("cdr_daily").execute_in_process(
             instance=instance, partition_key=day.isoformat()

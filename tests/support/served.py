@@ -115,6 +115,7 @@ def sandbox_defs(
     *,
     lake_uri: str | None = None,
     base_url: str | None = "sandbox",
+    views_in_runs: bool = True,
 ) -> dg.Definitions:
     """The code location over the bundled in-process sandbox (`base_url=None`: no source at
     all), its days from `first_day`, without step retries."""
@@ -124,7 +125,9 @@ def sandbox_defs(
             sandbox_cdrs_per_day=cdrs_per_day,
             sandbox_start_date=first_day.isoformat(),
         ),
-        warehouse=WarehouseResource(data_dir=str(data_dir), lake_uri=lake_uri),
+        warehouse=WarehouseResource(
+            data_dir=str(data_dir), lake_uri=lake_uri, views_in_runs=views_in_runs
+        ),
         start_date=first_day,
         retry_policy=dg.RetryPolicy(max_retries=0),
     )
