@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from warehouse.kpi import ACCOUNT_SETTINGS_VIEW, KPI_SETTINGS_VIEW, KpiSettings
 from warehouse.stores import is_local_uri, root_from_uri
@@ -110,6 +110,26 @@ def read_whole(read: Callable[[], T], lake: Callable[[], Lake | None] | None = N
             if damaged is not None:
                 raise damaged from exc
             raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def fetch_whole(
+    con: duckdb.DuckDBPyConnection, sql: str, parameters: object = None
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """One query's column names and rows, run again while it meets a lake file replaced under
+    it: for a read of many queries (the report), whose every query may meet a replace, so that
+    one query's attempts, not the whole read's, are counted. The last attempt's error is
+    raised as it is (`read_whole` around it names a damaged file)."""
+    import duckdb
+
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            cursor = con.execute(sql, parameters)
+            names = [d[0] for d in cursor.description or []]
+            return names, cursor.fetchall()
+        except (duckdb.Error, OSError, ValueError) as exc:
+            if not lake_moved(exc) or attempt == READ_ATTEMPTS - 1:
+                raise
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 

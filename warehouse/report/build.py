@@ -12,6 +12,7 @@ from typing import Any
 import altair as alt
 import duckdb
 
+from warehouse.analyst import fetch_whole
 from warehouse.report.charts import (
     CHARTS,
     DAILY,
@@ -71,8 +72,8 @@ def build_report(
     queues = QueueTable(query(con, QUEUE_SQL, start, end, account), None)
     if queues.rows:
         queues = QueueTable(queues.rows, query(con, QUEUE_TOTAL_SQL, start, end, account)[0])
-    headline = con.execute(HEADLINE_SQL, params(start, end, account)).fetchone()
-    cdrs, cost, met, breached = headline or (0, Decimal(0), 0, 0)
+    _, headline = fetch_whole(con, HEADLINE_SQL, params(start, end, account))
+    cdrs, cost, met, breached = headline[0] if headline else (0, Decimal(0), 0, 0)
     sources = _sources(con)
     settings = con.execute("SELECT timezone, sl_threshold_s FROM kpi_settings").fetchone()
     timezone, sl_threshold_s = settings or ("UTC", 20)
@@ -121,7 +122,7 @@ def _missing(
         return {}
     account = accounts[0] if len(accounts) == 1 else None
     held: dict[str, set[date]] = {a: set() for a in accounts}
-    for account_id, day in con.execute(_DAYS_SQL, params(start, end, account)).fetchall():
+    for account_id, day in fetch_whole(con, _DAYS_SQL, params(start, end, account))[1]:
         held.setdefault(str(account_id), set()).add(day)
     period = [start + timedelta(days=i) for i in range((end - start).days)]
     gaps = {a: tuple(d for d in period if d not in held[a]) for a in accounts}
@@ -169,8 +170,8 @@ def _one(
     end: date,
     account: str | None = None,
 ) -> float | int | Decimal | None:
-    row = con.execute(sql, params(start, end, account)).fetchone()
-    value: float | int | Decimal | None = row[0] if row else None
+    _, rows = fetch_whole(con, sql, params(start, end, account))
+    value: float | int | Decimal | None = rows[0][0] if rows else None
     return value
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from models.timestamps import iso_ms
+from warehouse.analyst import fetch_whole
 
 Row = dict[str, Any]
 # altair's chained builders (`.mark_bar().encode(...)`) are typed as Any; say so once.
@@ -145,9 +146,8 @@ def params(start: date, end: date, account: str | None) -> dict[str, Any]:
 def query(
     con: duckdb.DuckDBPyConnection, sql: str, start: date, end: date, account: str | None = None
 ) -> list[Row]:
-    cursor = con.execute(sql, params(start, end, account))
-    names = [d[0] for d in cursor.description or []]
-    return [_row(names, values) for values in cursor.fetchall()]
+    names, rows = fetch_whole(con, sql, params(start, end, account))
+    return [_row(names, values) for values in rows]
 
 
 def money(value: Decimal, currency: str | None) -> str:
