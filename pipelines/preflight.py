@@ -492,6 +492,35 @@ def hold_connections(instance: dg.DagsterInstance) -> None:
 
 
 @contextlib.contextmanager
+def _instance_init_lock(home: str) -> Iterator[None]:
+    """Held while this command opens the instance at `home`: Dagster creates a new home's
+    SQLite tables as it opens it, and two commands started at once on a new home failed with
+    "table run_tags already exists". The lock file is in the temp dir (named after the home),
+    so that it writes nothing in DAGSTER_HOME; where it cannot be taken, nothing waits."""
+    import hashlib
+    import os
+    import tempfile
+
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    name = hashlib.sha256(os.path.realpath(home).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"cdrhouse-instance-{name}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # another user's lock file, a read-only temp dir
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def open_instance(
     env: Mapping[str, str],
     data_dir: Path,
@@ -512,7 +541,8 @@ def open_instance(
         return
     instance: dg.DagsterInstance | None = None
     try:
-        instance = dg.DagsterInstance.get()
+        with _instance_init_lock(env["DAGSTER_HOME"]):
+            instance = dg.DagsterInstance.get()
         hold_connections(instance)
         close_unrecorded_runs(instance, data_dir)
         if prepare is not None:
