@@ -78,8 +78,10 @@ EMULATOR := connectors/sandbox/*
 
 # Two workers: most of the suite waits on subprocesses, servers and Dagster's daemon, not on a
 # core. tests/conftest.py keeps each module (and the shared `dagster dev`) on one worker.
+# `make test WORKERS=3` to measure another count.
+WORKERS ?= 2
 test: install browser services lint
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15 $(COV)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=15 $(COV)
 	@$(MAKE) --no-print-directory coverage-report
 
 # The fast tier: models, connectors (client and sandbox) and warehouse, no Dagster run, no
