@@ -22,6 +22,8 @@ from typing import Any
 
 import msgspec
 
+from connectors.sandbox.server import SERVER_THREAD_LOOP
+
 CDRS_PATH = "/api/v4/reporting/cdrs"
 
 Scope = MutableMapping[str, Any]
@@ -124,7 +126,12 @@ def serve_app(app: App) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, log_config=None
+        app,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        loop=SERVER_THREAD_LOOP,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from connectors.sandbox.emulator import Sandbox
 
 
+# The event loop of a server on a background thread, in a process doing other work (a test
+# worker, a bench): the stdlib's, not uvloop (uvicorn's "auto" choice). uvloop has open
+# segfault reports (MagicStack/uvloop#706, #538), and the one segfault of the test suite
+# (faulthandler, stop 38) was in a worker running four such servers. `cdrhouse sandbox`, a
+# server in a process of its own, keeps uvicorn's choice.
+SERVER_THREAD_LOOP = "asyncio"
+
+
 class _DropInjectedResets(logging.Filter):
     # uvicorn logs every app exception; an injected reset is intended, not an error.
     def filter(self, record: logging.LogRecord) -> bool:
@@ -34,7 +42,12 @@ class ServerHandle:
         self.host, self.port = self._sock.getsockname()[:2]
         logging.getLogger("uvicorn.error").addFilter(_DropInjectedResets())
         config = uvicorn.Config(
-            sandbox.app, log_level="warning", lifespan="off", access_log=False, log_config=None
+            sandbox.app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            loop=SERVER_THREAD_LOOP,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
