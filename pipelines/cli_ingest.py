@@ -283,6 +283,10 @@ def cmd_ingest(
     except SetupError as exc:
         _views_of_what_landed(warehouse)
         raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        # Ctrl-C: the days that landed before it are queryable at once too.
+        _views_of_what_landed(warehouse)
+        raise
     try:
         if warehouse.lake().is_local:
             warehouse.refresh_views()  # the runs left the views to this (`views_in_runs`)
@@ -381,7 +385,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
 
 
 def _views_of_what_landed(warehouse: WarehouseResource) -> None:
-    """Before a setup error ends the command: the runs left the views to it
+    """Before a setup error (or Ctrl-C) ends the command: the runs left the views to it
     (`views_in_runs`), and what they landed before the error is queryable too. Nothing
     landed (a full disk at the first write, say): nothing is written, no views either."""
     from models.tables import TABLES

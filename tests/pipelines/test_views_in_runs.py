@@ -4,6 +4,7 @@ ingest`, which on a new lake otherwise rebuilt the views in nearly every step)."
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from datetime import date, timedelta
@@ -14,6 +15,7 @@ import pytest
 
 from connectors.sandbox import ALL_SCOPES, Sandbox, SandboxConfig
 from pipelines.cli import main
+from tests.support.cli import clean_env, start_cdrhouse
 from tests.support.clock import SessionClock
 from tests.support.lake import one_row, warehouse
 from tests.support.privacy import with_raw_numbers
@@ -117,3 +119,26 @@ def test_a_failed_day_leaves_views_over_what_landed_before_it(
             (balances,) = one_row(con, "select count(*) from balance_snapshots")
         assert users > 0
         assert balances == 1
+
+
+def test_ctrl_c_leaves_views_over_the_days_that_landed_before_it(
+    clean_faults: ServedSandbox, clock: SessionClock, tmp_path: Path
+) -> None:
+    # The runs leave the views to the command: Ctrl-C after the first day must not leave
+    # that day (and the snapshots) out of them. Before, there were no views at all.
+    days = [clock.days_ago(6), clock.days_ago(1)]
+    argv = ["ingest", "--start", days[0].isoformat(), "--end", days[-1].isoformat()]
+    proc = start_cdrhouse(argv, clean_env(**clean_faults.env(tmp_path)))
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(f"ok   {days[0].isoformat()}"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err
+    with warehouse(tmp_path) as con:
+        (first,) = one_row(con, f"select count(*) from cdrs where date = DATE '{days[0]}'")
+        (users,) = one_row(con, "select count(*) from users")
+    assert first == clean_faults.api_total(days[0]) > 0
+    assert users > 0
