@@ -55,3 +55,5 @@ def test_commands_opening_a_new_home_at_once_all_open_it(tmp_path: Path) -> None
         assert proc.returncode == 0, err[-3000:]
         assert out.strip() == "runs 0"
     assert (home / "history" / "runs.db").exists()
+    # The lock is in the temp dir: the home holds Dagster's files only.
+    assert not [p for p in home.rglob("*") if "lock" in p.name], sorted(home.rglob("*"))
