@@ -118,21 +118,15 @@ def read_whole(read: Callable[[], T], lake: Callable[[], Lake | None] | None = N
 def fetch_whole(
     con: duckdb.DuckDBPyConnection, sql: str, parameters: object = None
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """One query's column names and rows, run again while it meets a lake file replaced under
-    it: for a read of many queries (the report), whose every query may meet a replace, so that
-    one query's attempts, not the whole read's, are counted. The last attempt's error is
-    raised as it is (`read_whole` around it names a damaged file)."""
-    import duckdb
+    """One query's column names and rows, run again (`read_whole`) while it meets a lake file
+    replaced under it: for a read of many queries (the report), whose every query may meet a
+    replace, so that one query's attempts, not the whole read's, are counted."""
 
-    for attempt in range(READ_ATTEMPTS):
-        try:
-            cursor = con.execute(sql, parameters)
-            names = [d[0] for d in cursor.description or []]
-            return names, cursor.fetchall()
-        except (duckdb.Error, OSError, ValueError) as exc:
-            if not lake_moved(exc) or attempt == READ_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    def fetch() -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = con.execute(sql, parameters)
+        return [d[0] for d in cursor.description or []], cursor.fetchall()
+
+    return read_whole(fetch)
 
 
 def warehouse_lake(data_dir: Path, lake_uri: str | None = None) -> Lake | None:
