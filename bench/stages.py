@@ -212,7 +212,9 @@ def run(cdrs_per_day: int, step: bool = True) -> dict[str, float]:
             raw = stack.enter_context(lake.writer("raw_cdrs", key))
             typed = {t: stack.enter_context(lake.writer(t, key)) for t in NORMALIZED_TABLES}
             for group, normalized in zip(groups, tables, strict=True):
-                raw.write(group.select(c for c in RAW_COLUMNS if c in group.columns))
+                raw.write(
+                    pl.DataFrame([group.get_column(c) for c in RAW_COLUMNS if c in group.columns])
+                )
                 for table_name, attr in NORMALIZED_TABLES.items():
                     frame = getattr(normalized, attr)
                     if frame.height:

@@ -224,7 +224,8 @@ class DayWriter:
 
     def _write(self, group: pl.DataFrame, big: bool) -> None:
         if self._raw is not None:
-            raw = group.select(c for c in RAW_COLUMNS if c in group.columns)
+            # Its columns, not `group.select`: see `DayChecks.receive`.
+            raw = pl.DataFrame([group.get_column(c) for c in RAW_COLUMNS if c in group.columns])
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
             del raw

@@ -177,12 +177,35 @@ def _extras(
     return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
 
 
+# The flat column of each leaf of `r` (`_leaves`): this prefix, then the path's keys.
+_LEAF = "r."
+
+
+def _leaf(keys: tuple[str, ...]) -> str:
+    return _LEAF + ".".join(keys)
+
+
 def _at(keys: tuple[str, ...]) -> pl.Expr:
-    """The decoded text at a path of the record (`r`)."""
-    expr = pl.col("r")
-    for key in keys:
-        expr = expr.struct.field(key)
-    return expr
+    """The decoded value at a path of the record (its leaf's flat column, see `_leaves`)."""
+    return pl.col(_leaf(keys))
+
+
+def _leaves(r: pl.Series) -> list[pl.Series]:
+    """Every leaf of the struct `r`, one Series each, named `_LEAF` + its path (a leaf is null
+    where any struct above it is). Unnested on the Series because a frame operation is planned
+    against the frame's whole schema: with `r` in it (every field of every CDR type), each
+    one cost ~1 ms per row group, whatever it read (bench/RESULTS.md)."""
+    out: list[pl.Series] = []
+
+    def walk(struct: pl.Series, path: str) -> None:
+        for child in struct.struct.unnest().get_columns():
+            if isinstance(child.dtype, pl.Struct):
+                walk(child, f"{path}{child.name}.")
+            else:
+                out.append(child.alias(f"{path}{child.name}"))
+
+    walk(r, _LEAF)
+    return out
 
 
 def _typed(f: CdrField, plan: _Plan) -> pl.Expr:
@@ -210,7 +233,7 @@ def _reasons(plan: _Plan) -> list[pl.Expr]:
     """Why a record is quarantined, one expression per rule of the field table, in the order
     the reason text lists them: decoding, required fields, money, negative values, times."""
     fields = plan.fields
-    kind = pl.col("r").struct.field("type")
+    kind = _at(("type",))
     reasons = [pl.col("struct_reason")]
     reasons += [
         pl.when(pl.col(f.column).is_null()).then(pl.lit(f"missing {f.path}"))
@@ -258,17 +281,22 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     # The numbers' countries, when the privacy stage put them beside the record (its
     # `Pseudonymizer.page`, before the numbers became tokens): on to `cdrs`.
     beside = [c.name for c in PARTY_COLUMNS if c.name in raw.columns]
-    df = raw.select(
-        *beside,
-        "record",
-        "started_at_raw",
-        "r",
-        "struct_reason",
-        "money_reason",
-        # As the page's split found them: the quarantine's id and type when `r` is null.
-        pl.col("id").alias("head_id"),
-        pl.col("type").alias("head_type"),
-    ).with_columns(extra=extra, data_extra=data_extra)
+    column = raw.get_column
+    df = pl.DataFrame(
+        [
+            *(column(name) for name in beside),
+            column("record"),
+            column("started_at_raw"),
+            column("struct_reason"),
+            column("money_reason"),
+            # As the page's split found them: the quarantine's id and type when `r` is null.
+            column("id").alias("head_id"),
+            column("type").alias("head_type"),
+            extra.alias("extra"),
+            data_extra.alias("data_extra"),
+            *_leaves(column("r")),
+        ]
+    )
     df = df.with_columns(
         _typed(f, plan).alias(f.column) for f in fields.top if f.kind != "timestamp"
     )
@@ -303,7 +331,7 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
         *dict.fromkeys(["type", *(f.column for f in fields.common)]),
         "data_extra",
         "date",
-        pl.struct(pl.col("r").struct.field("data")).alias("r"),
+        *dict.fromkeys(_leaf(f.keys) for f in fields.fields if f.cdr_type is not None),
     )
     per_type = {t.table: _type_frame(slim, t.name, plan.specs[t.table], plan) for t in fields.types}
     # A new CDR type also needs its attribute here (and its table in `pipelines.cdr_day`).
