@@ -149,6 +149,7 @@ def _land_step(base_url: str, day: date) -> int:
 def run(cdrs_per_day: int, step: bool = True) -> dict[str, float]:
     import polars as pl
 
+    from pipelines import cdr_day
     from pipelines.cdr_day import NORMALIZED_TABLES, RAW_COLUMNS, ROW_GROUP_ROWS
     from pipelines.checks import DayChecks
     from pipelines.memory import release_free_memory
@@ -205,13 +206,17 @@ def run(cdrs_per_day: int, step: bool = True) -> dict[str, float]:
 
     _, checks_s, checks_w = _timed(tally)
 
-    def write() -> None:  # DayWriter.flush's writes, with its release after each row group
+    # The product's cadence (after each group before it had one: the bench runs on older
+    # commits too).
+    release_every = getattr(cdr_day, "RELEASE_EVERY_GROUPS", 1)
+
+    def write() -> None:  # DayWriter.flush's writes, with its releases
         with tempfile.TemporaryDirectory(prefix="cdrhouse-stages-") as tmp, ExitStack() as stack:
             lake = Lake(tmp)
             key = f"date={day.isoformat()}"
             raw = stack.enter_context(lake.writer("raw_cdrs", key))
             typed = {t: stack.enter_context(lake.writer(t, key)) for t in NORMALIZED_TABLES}
-            for group, normalized in zip(groups, tables, strict=True):
+            for i, (group, normalized) in enumerate(zip(groups, tables, strict=True), 1):
                 raw.write(
                     pl.DataFrame([group.get_column(c) for c in RAW_COLUMNS if c in group.columns])
                 )
@@ -219,7 +224,9 @@ def run(cdrs_per_day: int, step: bool = True) -> dict[str, float]:
                     frame = getattr(normalized, attr)
                     if frame.height:
                         typed[table_name].write(frame)
-                release_free_memory()
+                if i % release_every == 0:
+                    release_free_memory()
+            release_free_memory()
 
     _, write_s, write_w = _timed(write)
     rows = sum(g.height for g in groups)

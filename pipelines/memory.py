@@ -12,7 +12,8 @@ high-water marks add up: about 90 MB of a 1M-CDR day's peak RSS (`bench/RESULTS.
   buffers go back to the same glibc arenas as everything else;
 * glibc: at most 2 malloc arenas (`mallopt(M_ARENA_MAX)`), instead of 8 per core.
 
-And `release_free_memory()`, called after each row group is written: glibc returns a free page
+And `release_free_memory()`, called after every few row groups are written
+(`pipelines.cdr_day.RELEASE_EVERY_GROUPS`, and after each big one): glibc returns a free page
 to the system only from the top of a heap, so the transient Parquet and page buffers of each
 row group, freed between long-lived small allocations, stay resident and the day's RSS grows
 with its size (+60 MB over a 1M-CDR day). `malloc_trim` releases those interior pages too.
