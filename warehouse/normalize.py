@@ -306,8 +306,11 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     df = df.with_columns(
         pl.concat_str(_reasons(plan), separator="; ", ignore_nulls=True).alias("reason")
     )
-    bad = df.filter(pl.col("reason") != "")
-    ok = df.filter(pl.col("reason") == "")
+    if df.get_column("reason").str.len_bytes().max() or 0:
+        bad = df.filter(pl.col("reason") != "")
+        ok = df.filter(pl.col("reason") == "")
+    else:  # the usual group: nothing quarantined, and no copy of every column to make
+        bad, ok = df.clear(), df
     known = pl.col("type").is_in(list(plan.data_keys))
     # `data` JSON only for rows of an unknown type: the others are null before the JSON path.
     data_json = pl.when(known).then(None).otherwise(pl.col("record")).str.json_path_match("$.data")
