@@ -177,12 +177,10 @@ def _extras(
     return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
 
 
-# The flat column of each leaf of `r` (`_leaves`): this prefix, then the path's keys.
-_LEAF = "r."
-
-
 def _leaf(keys: tuple[str, ...]) -> str:
-    return _LEAF + ".".join(keys)
+    """The flat column of a leaf of `r` (`_leaves`): `r` and its path as a JSON array, which
+    no other column's name is and no two paths share (a key may hold a dot)."""
+    return "r" + orjson.dumps(keys).decode()
 
 
 def _at(keys: tuple[str, ...]) -> pl.Expr:
@@ -191,20 +189,20 @@ def _at(keys: tuple[str, ...]) -> pl.Expr:
 
 
 def _leaves(r: pl.Series) -> list[pl.Series]:
-    """Every leaf of the struct `r`, one Series each, named `_LEAF` + its path (a leaf is null
+    """Every leaf of the struct `r`, one Series each, named by `_leaf` (a leaf is null
     where any struct above it is). Unnested on the Series because a frame operation is planned
     against the frame's whole schema: with `r` in it (every field of every CDR type), each
     one cost ~1 ms per row group, whatever it read (bench/RESULTS.md)."""
     out: list[pl.Series] = []
 
-    def walk(struct: pl.Series, path: str) -> None:
+    def walk(struct: pl.Series, path: tuple[str, ...]) -> None:
         for child in struct.struct.unnest().get_columns():
             if isinstance(child.dtype, pl.Struct):
-                walk(child, f"{path}{child.name}.")
+                walk(child, (*path, child.name))
             else:
-                out.append(child.alias(f"{path}{child.name}"))
+                out.append(child.alias(_leaf((*path, child.name))))
 
-    walk(r, _LEAF)
+    walk(r, ())
     return out
 
 
