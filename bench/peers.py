@@ -1,6 +1,6 @@
 """Side-by-side bench: dlt's `rest_api` source and `cdrhouse ingest` on the same CDR days.
 
-    python -m bench.peers [--days 3] [--cdrs-per-day 200000] [--json out.json]
+    python -m bench.peers [--days 3] [--cdrs-per-day 200000] [--no-snapshots] [--json out.json]
 
 Needs the `bench` extra (`pip install -e '.[dev,bench]'`, or `make bench`).
 
@@ -14,10 +14,12 @@ What runs where (the machine has 2 cores, so who burns CPU where matters):
   (`metadata.next_cursor` -> `cursor`), bearer auth, `write_disposition="merge"`,
   `primary_key="id"`, `loader_file_format="parquet"`, destination duckdb; its pipelines dir,
   working dir and database are in a temp dir (no `.dlt/` config of this repo is read);
-* **cdrhouse** is `cdrhouse ingest --start --end --no-snapshots` as a subprocess with
+* **cdrhouse** is the default `cdrhouse ingest --start --end` (issue 23: snapshots of the
+  directory and the balance included) as a subprocess with
   `CC_API_BASE_URL=http://127.0.0.1:<port>`, the sandbox key, a fresh `CDRHOUSE_DATA_DIR` and
-  no `DAGSTER_HOME` (an ephemeral instance). `--no-snapshots`: dlt loads CDRs only, and both
-  must do the same work. `cdrhouse ingest` runs twice: with `CDRHOUSE_PHONE_NUMBERS=raw`, then
+  no `DAGSTER_HOME` (an ephemeral instance). `--no-snapshots` makes it load the CDRs only, as
+  dlt does (the bench before 2026-11-29). `cdrhouse ingest` runs twice: with
+  `CDRHOUSE_PHONE_NUMBERS=raw`, then
   with `token` (a bench key) into another data dir, for what tokens cost (issue 26: <= 10 %
   more wall); `--no-token` skips the second run.
 
@@ -180,15 +182,19 @@ def _measured(
 
 
 def run_cdrhouse(
-    sb: Any, start: date, end: date, data_dir: Path, phone_numbers: str = "raw"
+    sb: Any,
+    start: date,
+    end: date,
+    data_dir: Path,
+    phone_numbers: str = "raw",
+    snapshots: bool = True,
 ) -> PeerResult:
     from bench.ingest import cdrhouse_cmd, cdrhouse_env
 
     # CC_API_KEY: the sandbox key dlt gets too.
     env = cdrhouse_env(sb, data_dir, start, phone_numbers)
-    cmd = cdrhouse_cmd(
-        "ingest", "--start", start.isoformat(), "--end", end.isoformat(), "--no-snapshots"
-    )
+    args = ["ingest", "--start", start.isoformat(), "--end", end.isoformat()]
+    cmd = cdrhouse_cmd(*args, *([] if snapshots else ["--no-snapshots"]))
     label = "cdrhouse ingest" if phone_numbers == "raw" else f"cdrhouse {phone_numbers}"
     return _measured(label, cmd, env, data_dir, sb, _cdrhouse_steps)
 
@@ -268,7 +274,11 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
 
 
 def run(
-    days: int, cdrs_per_day: int, keep: Path | None = None, with_token: bool = True
+    days: int,
+    cdrs_per_day: int,
+    keep: Path | None = None,
+    with_token: bool = True,
+    snapshots: bool = True,
 ) -> dict[str, Any]:
     from bench.ingest import ServedSandbox
     from connectors.sandbox.config import DEFAULT_API_KEY
@@ -292,13 +302,13 @@ def run(
         ours_dir.mkdir()
         dlt = run_dlt(sb, DEFAULT_API_KEY, first, end, dlt_dir)
         print(f"dlt done in {dlt.wall_s:.1f}s", flush=True)
-        ours = run_cdrhouse(sb, first, end, ours_dir)
+        ours = run_cdrhouse(sb, first, end, ours_dir, snapshots=snapshots)
         print(f"cdrhouse done in {ours.wall_s:.1f}s", flush=True)
         token = None
         if with_token:
             token_dir = root / "cdrhouse-token"
             token_dir.mkdir()
-            token = run_cdrhouse(sb, first, end, token_dir, "token")
+            token = run_cdrhouse(sb, first, end, token_dir, "token", snapshots)
             print(f"cdrhouse (token) done in {token.wall_s:.1f}s", flush=True)
     except BaseException:
         if keep is None:
@@ -312,7 +322,8 @@ def run(
     load = os.getloadavg()
     header = (
         f"\npeers: {days} day(s) x {cdrs_per_day:,} CDRs, zero latency; load average at the end "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min, 2 cores)"
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min, 2 cores); cdrhouse "
+        + ("the default command (snapshots included)" if snapshots else "--no-snapshots")
     )
     if token is not None:
         token_ids = compare_ids(
@@ -337,6 +348,7 @@ def run(
         "ids": ids,
         "same_work": same and ids["cdrhouse_ids"] == ids["dlt_ids"],
         "load_avg": list(load),
+        "snapshots": snapshots,
         "report": lines,
     }
 
@@ -352,6 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-token", action="store_true", help="skip the CDRHOUSE_PHONE_NUMBERS=token run"
     )
+    parser.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="cdrhouse ingest --no-snapshots: the CDRs only, as dlt loads (the bench before "
+        "2026-11-29)",
+    )
     # The dlt subprocess (internal).
     parser.add_argument("--dlt-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -362,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.dlt_child:
         return dlt_child(args.base_url, args.api_key, args.start, args.end, args.workdir)
-    summary = run(args.days, args.cdrs_per_day, args.keep, not args.no_token)
+    summary = run(args.days, args.cdrs_per_day, args.keep, not args.no_token, not args.no_snapshots)
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0 if summary["same_work"] else 1
