@@ -38,7 +38,7 @@ from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
-from warehouse.decode import decode_page_counted, with_decoded
+from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import normalize_decoded
@@ -230,8 +230,7 @@ class DayWriter:
 
     def _write(self, group: pl.DataFrame, big: bool) -> None:
         if self._raw is not None:
-            # Its columns, not `group.select`: see `DayChecks.receive`.
-            raw = pl.DataFrame([group.get_column(c) for c in RAW_COLUMNS if c in group.columns])
+            raw = narrow(group, RAW_COLUMNS)
             self._raw.write(raw)
             self._note(RAW_CDRS, raw)
             del raw

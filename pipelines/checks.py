@@ -11,6 +11,7 @@ snapshot checks are in `pipelines.defs.snapshots.checks`.
 
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import dagster as dg
@@ -20,7 +21,7 @@ from models.cdr_fields import CDR_FIELDS
 from models.tables import TYPE_TABLES
 from models.timestamps import iso_ms
 from pipelines.partitions import partition_window
-from warehouse.decode import with_timestamps
+from warehouse.decode import narrow, with_timestamps
 from warehouse.lake import Lake
 from warehouse.normalize import NormalizedTables
 
@@ -113,24 +114,25 @@ class DayChecks:
     reasons: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[str] = field(default_factory=list)
     _duplicates: pl.Series | None = field(default=None, repr=False)
-    _outside: pl.Expr | None = field(default=None, repr=False)  # `receive`'s filter
+
+    @cached_property
+    def _outside(self) -> pl.Expr:
+        """`receive`'s filter, built once: a datetime literal costs a Series each time."""
+        start, end = partition_window(self.partition)
+        started = pl.col("started_at")
+        return (started < start) | (started >= end)
 
     def receive(self, frame: pl.DataFrame) -> None:
         """Fold one page (or raw batch) of decoded records, as received: ids and started_at.
 
         A `started_at` that does not parse is not outside: its record is quarantined, and one
         odd record does not block its day."""
-        if self._outside is None:  # once: a datetime literal costs a Series each time
-            start, end = partition_window(self.partition)
-            started = pl.col("started_at")
-            self._outside = (started < start) | (started >= end)
         self.received += frame.height
         self.id_hashes.append(frame["id"].drop_nulls().hash(seed=0))
         self._duplicates = None
-        # A frame of the two columns, not `frame.select`: a decoded page's frame holds `r`,
-        # whose schema (every field of every CDR type) each operation on it is planned against.
-        narrow = pl.DataFrame([frame.get_column("id"), frame.get_column("started_at_raw")])
-        times = with_timestamps(narrow, {"started_at": pl.col("started_at_raw")})
+        times = with_timestamps(
+            narrow(frame, ("id", "started_at_raw")), {"started_at": pl.col("started_at_raw")}
+        )
         outside = times.filter(self._outside)
         self.outside += outside.height
         self.outside_sample = (self.outside_sample + id_sample(outside["id"]))[:SAMPLE]
