@@ -190,3 +190,23 @@ def test_timestamps_in_a_rarer_form_are_parsed_also_into_the_column_they_are_rea
     utc = dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
     assert out[into].to_list() == [utc, utc, None]
     assert out.columns == (["at"] if into == "at" else ["at", "parsed"])
+
+
+def test_a_group_with_no_record_or_no_bad_record_lands_whole_and_a_bad_one_alone() -> None:
+    # normalize_decoded skips the ok/bad split when nothing is quarantined: an empty group, a
+    # group of good records and a group with one bad record each land every row once.
+    from warehouse.decode import decode_page_counted
+    from warehouse.normalize import normalize_decoded
+
+    good = b'{"id":"g","type":"call","started_at":"2026-11-26T00:00:00.000Z","cost":0.5}'
+    bad = b'{"id":"b","type":"call","started_at":"not a time"}'
+    for records, landed, quarantined in (([], 0, []), ([good], 1, []), ([bad, good], 1, ["b"])):
+        body = b'{"cdrs":[' + b",".join(records) + b'],"metadata":{"total":%d}}' % len(records)
+        tables = normalize_decoded(decode_page_counted(body).frame)
+        assert tables.cdrs.height == tables.cdr_calls.height == landed
+        assert tables.cdrs["id"].to_list() == (["g"] if landed else [])
+        assert tables.quarantine["id"].to_list() == quarantined
+        if quarantined:
+            assert tables.quarantine["reason"].to_list() == ["started_at missing or unparseable"]
+        for name, frame in tables.tables().items():
+            assert frame.columns, name  # every table keeps its columns, rows or not
