@@ -25,7 +25,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-compile -r requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	@touch $(STAMP)
 
