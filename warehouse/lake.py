@@ -267,6 +267,7 @@ class PartitionWriter:
     drop: str | None  # the partition column: in the path, not in the file
     claim: str | None  # the source that claims the lake with this first partition
     free_text: frozenset[str] = frozenset()  # no dictionary, no statistics (TableSpec)
+    unique: frozenset[str] = frozenset()  # no dictionary: a one-column key (TableSpec)
     key_claim: str | None = None  # the key check of the tokens it holds (KEY_MARKER_FILE)
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
@@ -286,15 +287,23 @@ class PartitionWriter:
         """The file's writer, at the first write: its schema keeps the privacy stage's columns
         only when the data has them."""
         self.schema = without_absent(self.schema, names)
-        coded: bool | list[str] = True
+        stats: bool | list[str] = True
         if self.free_text:
-            coded = [name for name in self.schema.names if name not in self.free_text]
+            stats = [name for name in self.schema.names if name not in self.free_text]
+        # A dictionary only pays for repeated values. A key or a millisecond timestamp hardly
+        # repeats: its dictionary is built, then dropped for plain pages once it fills. A
+        # 200k day without: `started_at` and `ended_at` of cdrs ~40 % smaller, the day's seven
+        # files 5 % smaller and 6 % less CPU to write. Their statistics stay (min/max prune).
+        plain = self.free_text | self.unique
+        coded = [
+            f.name for f in self.schema if f.name not in plain and not pa.types.is_timestamp(f.type)
+        ]
         self._writer = pq.ParquetWriter(
             str(self.tmp),
             self.schema,
             compression=COMPRESSION,
             use_dictionary=coded,
-            write_statistics=coded,
+            write_statistics=stats,
         )
 
     def write(self, data: pl.DataFrame | Any) -> None:
@@ -686,7 +695,12 @@ class Lake:
         tmp = self.store.spool_dir() / f"{table}.{key}.{uuid.uuid4().hex}.parquet"
         spec = TABLES.get(table)
         free_text = spec.free_text_columns if spec is not None else frozenset()
-        return PartitionWriter(self, rel, tmp, schema, drop, claim, free_text, key_claim=key_check)
+        # A key of one column is unique in each file (a bridge's columns each repeat).
+        primary = [c for c in spec.primary_key if c != spec.partition_key] if spec else []
+        unique = frozenset(primary) if len(primary) == 1 else frozenset()
+        return PartitionWriter(
+            self, rel, tmp, schema, drop, claim, free_text, unique, key_claim=key_check
+        )
 
     def write(
         self,

@@ -7,10 +7,15 @@ import os
 import time
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
+from connectors.sandbox.generator import Dataset
+from tests.warehouse.conftest import write_day
 from warehouse.lake import Lake, partition_key
 from warehouse.stores import root_from_uri
+
+FREE_TEXT = {"raw_cdrs": {"record"}, "cdr_sms": {"message"}}
 
 
 def frame(ids: list[str], day: dt.date) -> pl.DataFrame:
@@ -151,3 +156,42 @@ def test_a_rejected_partition_is_kept_out_of_every_readers_way(tmp_path) -> None
     assert lake.delete_partition("raw_cdrs", key, rejected=True)
     assert not rejected.exists()
     assert lake.partition_path("raw_cdrs", key).read_bytes() == published
+
+
+def _dictionary_encoded(chunk: pq.ColumnChunkMetaData) -> bool:
+    return chunk.dictionary_page_offset is not None or any(
+        "DICTIONARY" in encoding for encoding in chunk.encodings
+    )
+
+
+def test_keys_and_timestamps_are_written_plain_with_statistics_and_repeated_values_coded(
+    tmp_path,
+) -> None:
+    """A one-column key and a millisecond timestamp hardly repeat: no dictionary (it would
+    be built, then dropped once full), statistics kept; a repeated value keeps its dictionary,
+    and free text has neither."""
+    lake = Lake(tmp_path.as_uri())
+    day = dt.date(2026, 11, 20)
+    write_day(lake, Dataset(seed=4, start_date=day, days=1, cdrs_per_day=300), day)
+    key = partition_key("date", day)
+    for table, plain, coded in (
+        ("cdrs", {"id", "started_at", "ended_at"}, {"type", "subtype", "user_id"}),
+        ("raw_cdrs", {"id", "record"}, {"type"}),
+        ("cdr_sms", {"id", "started_at", "message"}, {"subtype", "disposition"}),
+    ):
+        meta = pq.read_metadata(lake.partition_path(table, key))
+        group = meta.row_group(0)
+        chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+        assert plain | coded <= chunks.keys(), (table, sorted(chunks))
+        for name in plain:
+            assert not _dictionary_encoded(chunks[name]), (table, name, chunks[name].encodings)
+        for name in coded:
+            assert _dictionary_encoded(chunks[name]), (table, name, chunks[name].encodings)
+        for name in plain - FREE_TEXT.get(table, set()):
+            assert chunks[name].is_stats_set, (table, name)
+    # Free text: no dictionary, no statistics (as before).
+    raw = pq.read_metadata(lake.partition_path("raw_cdrs", key)).row_group(0)
+    record = next(
+        raw.column(i) for i in range(raw.num_columns) if raw.column(i).path_in_schema == "record"
+    )
+    assert not record.is_stats_set
