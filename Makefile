@@ -85,7 +85,7 @@ EMULATOR := connectors/sandbox/*
 # Two workers: most of the suite waits on subprocesses, servers and Dagster's daemon, not on a
 # core. tests/conftest.py keeps each module (and the shared `dagster dev`) on one worker.
 # `make test WORKERS=3` to measure another count. The pip install and the system packages
-# (network and disk, not CPU) run side by side.
+# (mostly waits on the network and the disk) run side by side.
 # `make test` runs without coverage's tracer (on Python 3.11, a C trace function on every
 # Python call of the pytest processes): with it, the pytest processes took +36 % CPU (414 s
 # against 305 s) and lint + pytest 639 s against 566 s, back to back on this 2-core machine.
