@@ -22,7 +22,7 @@ install: $(STAMP)
 # Exact versions from requirements.lock (pip-compile of pyproject.toml's runtime dependencies and
 # its dev, sandbox and webserver extras; `make lock` regenerates it), then cdrhouse itself
 # without resolving again. A production install is `pip install .`: no extra, no web stack.
-# pip compiles the bytecode here: with PYTHONDONTWRITEBYTECODE set (as on the CI machines), a
+# pip compiles the bytecode here: with PYTHONDONTWRITEBYTECODE set (as on these machines), a
 # `--no-compile` install left every process of the suite compiling what it imports (+221 s of
 # the subprocesses' CPU, +144 s of pytest, for 17 s less install).
 $(STAMP): pyproject.toml requirements.lock
