@@ -256,6 +256,16 @@ def footer_source(footer: pq.FileMetaData | None) -> str | None:
     return value.decode() if value else None
 
 
+def _leaf_paths(path: str, kind: pa.DataType) -> list[str]:
+    """The Parquet column paths of an Arrow column's leaves (a list's items are
+    `<name>.list.element`): what the writer's per-column options name."""
+    if pa.types.is_struct(kind):
+        return [p for f in kind for p in _leaf_paths(f"{path}.{f.name}", f.type)]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _leaf_paths(f"{path}.list.element", kind.value_type)
+    return [path]
+
+
 @dataclass
 class PartitionWriter:
     """Streams row groups into a local temp file; publishes it atomically on a clean exit."""
@@ -296,7 +306,10 @@ class PartitionWriter:
         # files 5 % smaller and 6 % less CPU to write. Their statistics stay (min/max prune).
         plain = self.free_text | self.unique
         coded = [
-            f.name for f in self.schema if f.name not in plain and not pa.types.is_timestamp(f.type)
+            path
+            for f in self.schema
+            if f.name not in plain and not pa.types.is_timestamp(f.type)
+            for path in _leaf_paths(f.name, f.type)
         ]
         self._writer = pq.ParquetWriter(
             str(self.tmp),

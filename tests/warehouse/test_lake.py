@@ -175,7 +175,11 @@ def test_keys_and_timestamps_are_written_plain_with_statistics_and_repeated_valu
     write_day(lake, Dataset(seed=4, start_date=day, days=1, cdrs_per_day=300), day)
     key = partition_key("date", day)
     for table, plain, coded in (
-        ("cdrs", {"id", "started_at", "ended_at"}, {"type", "subtype", "user_id"}),
+        (
+            "cdrs",
+            {"id", "started_at", "ended_at"},
+            {"type", "subtype", "user_id", "tags.list.element"},
+        ),
         ("raw_cdrs", {"id", "record"}, {"type"}),
         ("cdr_sms", {"id", "started_at", "message"}, {"subtype", "disposition"}),
     ):
