@@ -85,6 +85,13 @@ class TableSpec:
     def free_text_columns(self) -> frozenset[str]:
         return frozenset(c.name for c in self.columns if c.free_text)
 
+    @property
+    def unique_columns(self) -> frozenset[str]:
+        """The key, when it is one column besides the partition's: unique in each file (a
+        bridge's columns each repeat)."""
+        key = [c for c in self.primary_key if c != self.partition_key]
+        return frozenset(key) if len(key) == 1 else frozenset()
+
 
 def _c(name: str, dtype: pl.DataType, description: str, *, free_text: bool = False) -> Column:
     return Column(name, dtype, description, free_text=free_text)

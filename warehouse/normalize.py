@@ -304,9 +304,9 @@ def normalize_decoded(raw: pl.DataFrame, fields: CdrFieldTable = CDR_FIELDS) -> 
     df = df.with_columns(
         pl.concat_str(_reasons(plan), separator="; ", ignore_nulls=True).alias("reason")
     )
-    if (df.get_column("reason") != "").any():
-        bad = df.filter(pl.col("reason") != "")
-        ok = df.filter(pl.col("reason") == "")
+    quarantined = df.get_column("reason") != ""
+    if quarantined.any():
+        bad, ok = df.filter(quarantined), df.filter(~quarantined)
     else:  # the usual group: nothing quarantined, and no copy of every column to make
         bad, ok = df.clear(), df
     known = pl.col("type").is_in(list(plan.data_keys))
