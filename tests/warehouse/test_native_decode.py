@@ -251,3 +251,16 @@ def test_a_page_without_unknown_keys_gets_the_extra_the_key_count_gives_it(
     _assert_same(native, alone)
     extra = native.cdr_calls.filter(pl.col("id") == obj["id"])["extra"].item()
     assert (None if extra is None else orjson.loads(extra)) == data_extra
+
+
+def test_an_empty_page_decodes_natively_to_no_row_with_the_tolerant_paths_schema() -> None:
+    """The last page of a quiet window holds no record: the native frame (built column by
+    column) is empty and shaped exactly as the tolerant path's, so the day's groups concat."""
+    body = encode_page([], 0, None)
+    native = decode_page_counted(body)
+    tolerant = decode_page_counted(body, native=False)
+    assert native.native
+    assert not tolerant.native
+    assert native.frame.height == 0
+    assert native.frame.schema == tolerant.frame.schema
+    assert_frame_equal(native.frame, tolerant.frame)
