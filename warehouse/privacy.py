@@ -19,9 +19,10 @@ made at once by `_made_all`: vectorized lookups of their countries, one HMAC eac
   `CDRHOUSE_SMS_BODIES=keep`); and, in a record with fields the spec does not name, any
   string that is a number (`"+4915…"`, 7 to 15 digits) by that number's token. Each distinct
   value is tokenized once in Python; each record is rewritten by vectorized replacement of
-  the value's exact JSON text under its key (a row's own numbers by split and join; the
-  names, identifiers and bodies of the group's conversations and SMS in one `replace_many`
-  pass over their records, since the same text gets the same replacement in any record).
+  the value's exact JSON text under its key (a row's own numbers spliced out at their byte
+  offsets; the names, identifiers and bodies of the group's conversations and SMS in one
+  `replace_many` pass over their records, since the same text gets the same replacement in
+  any record).
   A record with a backslash (an escape could spell a value differently), one that still
   holds a value after that, or one whose customer is named like an agent or a queue of the
   group, is decoded, replaced by path and encoded again instead.
@@ -354,8 +355,8 @@ class Pseudonymizer:
             key = _VALUE_PATHS[name][-1]
             column = values.get_column(name)
             if name in _NUMBER_VALUES:
-                # In (nearly) every record: each row's own number, split on and joined with
-                # its replacement; the group's distinct numbers are made at once (`_made_all`).
+                # In (nearly) every record: each row's own number, spliced out for its
+                # replacement; the group's distinct numbers are made at once (`_made_all`).
                 if made_all is None:
                     made_all = self._made_all(
                         pl.concat([values.get_column(n) for n in _NUMBER_VALUES if n in present])
@@ -769,40 +770,48 @@ def _replace_numbers(
     sides: tuple[str, ...],
 ) -> pl.Series:
     """Each row's `from` and `to` numbers replaced (`values` -> `replacements`, by side). The
-    usual record holds `"phone_number":"` twice, `from`'s then `to`'s: it is split once on
-    that constant text and joined again around the replacements, checked row by row to be
-    each side's value; any other row goes by `_replace_each`, one side at a time."""
+    usual record holds `"phone_number":"<from's>"` before `"phone_number":"<to's>"`: both are
+    found (byte offsets) and the record is spliced around their replacements at once; any
+    other row goes by `_replace_each`, one side at a time. A second `"phone_number":"<its
+    value>"` in a record is left to `page`'s check, which finds the value still there."""
     if tuple(values) != sides:  # one side has no number in any row
         for name, column in values.items():
             text = _replace_each(text, _PHONE_KEY, column, replacements[name])
         return text
     first, second = sides
-    key = f'"{_PHONE_KEY}":"'
-    parts = pl.col("t").str.split(key)
-    frame = pl.DataFrame(
-        {"t": text, "a": values[first], "b": values[second]}
-        | {"ra": replacements[first], "rb": replacements[second]}
-    )
+    key = f'"{_PHONE_KEY}":'
+    found = {
+        side: (pl.lit(key + '"') + pl.col(side) + pl.lit('"'), pl.col(side).str.len_bytes() + 2)
+        for side in ("a", "b")
+    }
+    # Sliced as bytes: `str.find` gives byte offsets, `str.slice` counts characters. Every
+    # cut is at a `"` (ASCII), so each piece is valid UTF-8 again.
+    raw = pl.col("t").cast(pl.Binary())
+
+    def piece(start: pl.Expr | int, length: pl.Expr | None = None) -> pl.Expr:
+        return raw.bin.slice(start, length).cast(pl.String())
+
+    after_a = pl.col("pa") + pl.col("la") + len(key)
     both = (
-        frame.lazy()
+        pl.DataFrame(
+            {"t": text, "a": values[first], "b": values[second]}
+            | {"ra": replacements[first], "rb": replacements[second]}
+        )
+        .lazy()
         .with_columns(
-            parts.list.len().alias("n"),
-            *(parts.list.get(i, null_on_oob=True).alias(f"p{i}") for i in range(3)),
+            *(pl.col("t").str.find(f, literal=True).alias(f"p{s}") for s, (f, _) in found.items()),
+            *(n.alias(f"l{s}") for s, (_, n) in found.items()),
         )
         .select(
-            pl.when(
-                (pl.col("n") == 3)  # the two keys split the record in three
-                & pl.col("p1").str.starts_with(pl.col("a") + pl.lit('"'))
-                & pl.col("p2").str.starts_with(pl.col("b") + pl.lit('"'))
-            ).then(
+            pl.when(after_a <= pl.col("pb")).then(
                 pl.concat_str(
-                    "p0",
-                    pl.lit(f'"{_PHONE_KEY}":'),
+                    piece(0, pl.col("pa")),
+                    pl.lit(key),
                     "ra",
-                    pl.col("p1").str.slice(pl.col("a").str.len_chars() + 1),
-                    pl.lit(f'"{_PHONE_KEY}":'),
+                    piece(after_a, pl.col("pb") - after_a),
+                    pl.lit(key),
                     "rb",
-                    pl.col("p2").str.slice(pl.col("b").str.len_chars() + 1),
+                    piece(pl.col("pb") + pl.col("lb") + len(key)),
                 )
             )
         )

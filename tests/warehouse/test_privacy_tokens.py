@@ -427,3 +427,54 @@ def test_a_number_sent_as_an_integer_in_a_field_the_spec_does_not_name_is_replac
         for kept in ('"epoch_ms":1732752000123', '"epoch_s":1732752000', '"attempts":12345678'):
             assert kept in place, place
     assert '"duration":60' in text
+
+
+def test_records_with_multibyte_text_are_spliced_as_the_path_rewrites_them() -> None:
+    """The records are rewritten at byte offsets of each value: text of several bytes per
+    character before and around the values (a tag, the customer's names, an agent's name)
+    must not shift a cut. Each record comes out as the by-path rewrite reads it, with every
+    other byte kept."""
+    import json
+
+    from warehouse.decode import decode_page_counted
+
+    head = '"type":"call","subtype":"inbound","disposition":"answered"'
+    times = '"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z"'
+    call = (
+        f'{{"id":"m1",{head},"tags":["größe","日本語"],'
+        '"from":{"type":"phone_number","phone_number":"4915199988877"},'
+        '"to":{"type":"phone_number","phone_number":"4930123456"},'
+        '"user":{"id":"u1","name":"Zoë Agent","email":"z@cc.example","name_snapshot":"Zoë",'
+        f'"deleted":false}},"cost":0.5,{times},"data":{{"summary":"café"}}}}'
+    )
+    chat = (
+        '{"id":"m2","type":"conversation","subtype":"whatsapp","disposition":"archived",'
+        '"tags":["ü"],"from":{"type":"channel_account","channel_account":{"id":"a1",'
+        '"channel":"whatsapp","identifier":"4915199988877","data":{"name":"Zoë Müller",'
+        '"username":"zoë_m"},"name_snapshot":"Zoë M.","deleted":false}},'
+        '"to":{"type":"channel_account","channel_account":{"id":"a2","channel":"whatsapp",'
+        '"identifier":"Café Ünïcode ☎","data":{"name":"Café Ünïcode ☎","username":"cafe"},'
+        '"name_snapshot":"Café","deleted":false}},"user":null,"cost":0,"tags2":"—",'
+        f'{times},"data":{{"channel":"whatsapp"}}}}'
+    )
+    sms = (
+        f'{{"id":"m3","type":"sms","subtype":"outbound_sms","disposition":"sent","tags":[],'
+        '"from":{"type":"phone_number","phone_number":"4930123456"},'
+        '"to":{"type":"phone_number","phone_number":"4915199988877"},"user":null,"cost":0.07,'
+        f'{times},"data":{{"sent":true,"segments_count":1,"message":"Grüße, bis später ☺"}}}}'
+    )
+    page = f'{{"cdrs":[{call},{chat},{sms}],"metadata":{{"total":3}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    out = pz.page(decode_page_counted(page).frame)["record"].to_list()
+    by_path = [pz.record(r)[0] for r in (call, chat, sms)]
+    for got, want in zip(out, by_path, strict=True):
+        assert got is not None
+        assert want is not None
+        assert json.loads(got) == json.loads(want), got
+    for secret in ("4915199988877", "Zoë Müller", "zoë_m", "Zoë M.", "Café Ünïcode", "Grüße"):
+        assert not any(secret in r for r in out), secret
+    assert '"tags":["größe","日本語"]' in out[0]
+    assert '"name":"Zoë Agent"' in out[0]
+    assert '"summary":"café"' in out[0]
+    assert '"tags2":"—"' in out[1]
+    assert '"message":null' in out[2]
