@@ -22,14 +22,18 @@ install: $(STAMP)
 # Exact versions from requirements.lock (pip-compile of pyproject.toml's runtime dependencies and
 # its dev, sandbox and webserver extras; `make lock` regenerates it), then cdrhouse itself
 # without resolving again. A production install is `pip install .`: no extra, no web stack.
-# pip compiles the bytecode here: with PYTHONDONTWRITEBYTECODE set (as on these machines), a
-# `--no-compile` install left every process of the suite compiling what it imports (+221 s of
-# the subprocesses' CPU, +144 s of pytest, for 17 s less install).
+# uv installs the same lock in parallel: a fresh .venv in ~21-24 s against pip's ~54 s, on the
+# critical path of every `make test` on a fresh clone. It compiles the bytecode, as pip does:
+# with PYTHONDONTWRITEBYTECODE set (as on these machines), an install without it left every
+# process of the suite compiling what it imports (+221 s of the subprocesses' CPU). Where uv
+# cannot reach the index (it reads no pip.conf), pip installs the same lock as before.
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -q
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.lock
-	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip install -q --upgrade pip uv==$(UV_VERSION)
+	$(UV) -r requirements.lock || $(BIN)/python -m pip install -q -r requirements.lock
+	$(UV) --no-deps -e . || $(BIN)/python -m pip install -q --no-deps -e .
 	@touch $(STAMP)
 
 .PHONY: lock
