@@ -4,10 +4,12 @@ The event loop fetches pages; two decoder threads decode each page once into typ
 (`decode_page_counted`: one native pyarrow pass, or the tolerant path for a page it refuses);
 one writer thread collects them, in page order, into row groups and, for each group, writes
 the exact records to `raw_cdrs`, projects the typed tables (`normalize_decoded`) and writes
-them, and folds the group into the day's checks. pyarrow, polars and Parquet release the GIL,
-so both cores work while the loop receives. Every table is one atomic partition, and the day
-replaces the previous one only when every blocking check passes (`DayChecks.whole`); otherwise
-nothing of it is published, and its raw records go to the lake's rejected area. Memory is
+them, and folds the group into the day's checks. Under `token`, a privacy thread rewrites the
+groups' records (`Pseudonymizer.page`) and projects their typed tables, while the writer
+writes the groups before them. pyarrow, polars and Parquet release the GIL, so both cores work
+while the loop receives. Every table is one atomic partition, and the day replaces the
+previous one only when every blocking check passes (`DayChecks.whole`); otherwise nothing of
+it is published, and its raw records go to the lake's rejected area. Memory is
 bounded by a few row groups, whatever the size of the day, and by bytes, whatever the size of
 its records: a row group also ends at `ROW_GROUP_BYTES`, and the pages between the API and the
 writer are held within the client's byte budget (`ByteBudget`), so a day whose pages each
@@ -41,7 +43,7 @@ from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
 from warehouse.lake import Lake, PartitionWriter
-from warehouse.normalize import normalize_decoded
+from warehouse.normalize import NormalizedTables, normalize_decoded
 from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
 
 # Typed tables written per day, and the NormalizedTables attribute each comes from.
@@ -114,6 +116,18 @@ class DayStats:
     previews: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
+@dataclass
+class _Ready:
+    """A row group made ready to write: its `raw_cdrs` columns and its typed tables as the
+    lake holds them (`normalized`, for the checks, and `landed`)."""
+
+    raw: pl.DataFrame | None
+    rows: int
+    normalized: NormalizedTables | None
+    landed: dict[str, pl.DataFrame] | None
+    big: bool
+
+
 class DayWriter:
     """Collects typed page frames into row groups; writes and checks each group (one thread)."""
 
@@ -144,7 +158,7 @@ class DayWriter:
         self._batch: list[tuple[pl.DataFrame, bool]] = []
         self._batch_rows = 0
         self._batch_bytes = 0
-        self._pending: tuple[Future[pl.DataFrame], list[tuple[int, bool]]] | None = None
+        self._pending: Future[list[pl.DataFrame | _Ready]] | None = None
         self._written = 0  # groups written
 
     def add(self, frame: pl.DataFrame) -> None:
@@ -212,21 +226,57 @@ class DayWriter:
             self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdr-privacy")
         groups = [g for g, _ in batch]
         whole = groups[0] if len(groups) == 1 else pl.concat(groups, how="vertical_relaxed")
-        paged = self._ahead.submit(self._privacy.page, whole)
         shape = [(g.height, big) for g, big in batch]
+        rewritten = self._ahead.submit(self._rewrite, whole, shape)
         del batch, groups, whole
         self._drain()
-        self._pending = (paged, shape)
+        self._pending = rewritten
+
+    def _rewrite(
+        self, whole: pl.DataFrame, shape: list[tuple[int, bool]]
+    ) -> list[pl.DataFrame | _Ready]:
+        """On the privacy thread: a batch's records rewritten (`Pseudonymizer.page`), then
+        each ordinary group normalized there too, so the write thread only writes (it bounds
+        the day's wall time). A big group is normalized on the write thread after its raw
+        write, as without `token`: its records' buffers go before its typed tables are made."""
+        rewritten = self._privacy.page(whole)
+        del whole
+        out: list[pl.DataFrame | _Ready] = []
+        offset = 0
+        for height, big in shape:
+            group = rewritten.slice(offset, height)
+            out.append(group if big else self._ready(group, big))
+            offset += height
+        return out
 
     def _drain(self) -> None:
-        if self._pending is not None:
-            paged, shape = self._pending
-            self._pending = None
-            rewritten = paged.result()
-            offset = 0
-            for height, big in shape:
-                self._write(rewritten.slice(offset, height), big)
-                offset += height
+        if self._pending is None:
+            return
+        groups = self._pending.result()
+        self._pending = None  # the future holds the list too
+        groups.reverse()
+        while groups:  # each group's buffers can go once it is written
+            group = groups.pop()
+            if isinstance(group, _Ready):
+                self._put(group)
+            else:
+                self._write(group, big=True)
+            del group
+
+    def _ready(self, group: pl.DataFrame, big: bool, *, raw_written: bool = False) -> _Ready:
+        """The group's raw columns (unless written already) and typed tables
+        (`normalize_decoded`, then the privacy stage's columns), ready to write."""
+        raw = narrow(group, RAW_COLUMNS) if self._raw is not None and not raw_written else None
+        if not self._tables:
+            return _Ready(raw, group.height, None, None, big)
+        erased = (
+            group.filter(pl.col(FORGOTTEN).fill_null(False)).get_column("id").drop_nulls()
+            if FORGOTTEN in group.columns
+            else pl.Series(dtype=pl.String())
+        )
+        normalized = normalize_decoded(group)
+        landed = self._privacy.tables(normalized.tables(), erased.to_list())
+        return _Ready(raw, group.height, normalized, landed, big)
 
     def _write(self, group: pl.DataFrame, big: bool) -> None:
         if self._raw is not None:
@@ -236,26 +286,37 @@ class DayWriter:
             del raw
             if big:
                 release_free_memory()  # the raw write's buffers, before the next write's
-        if self._tables:
-            rows = group.height
-            erased = (
-                group.filter(pl.col(FORGOTTEN).fill_null(False)).get_column("id").drop_nulls()
-                if FORGOTTEN in group.columns
-                else pl.Series(dtype=pl.String())
-            )
-            tables = normalize_decoded(group)
-            del group
-            landed = self._privacy.tables(tables.tables(), erased.to_list())
+        ready = self._ready(group, big, raw_written=True) if self._tables else None
+        del group
+        if ready is not None:
+            self._put(ready)
+        else:
+            self._done(big)
+
+    def _put(self, ready: _Ready) -> None:
+        """Write a group made ready (its raw columns, unless written already, then its typed
+        tables) and fold it into the day's checks."""
+        if ready.raw is not None and self._raw is not None:
+            self._raw.write(ready.raw)
+            self._note(RAW_CDRS, ready.raw)
+            ready.raw = None
+            if ready.big:
+                release_free_memory()
+        if ready.normalized is not None and ready.landed is not None:
             for table in NORMALIZED_TABLES:
-                frame: pl.DataFrame = landed[table]
+                frame: pl.DataFrame = ready.landed[table]
                 if table in self._tables and frame.height:
                     self._tables[table].write(frame)
-                    if big:
+                    if ready.big:
                         release_free_memory()
                 if table in self._tables:
                     self._note(table, frame)
-            self._checks.add(rows, tables)
-            del tables, landed
+            self._checks.add(ready.rows, ready.normalized)
+            del frame
+        ready.normalized = ready.landed = None  # released below, whoever holds `ready`
+        self._done(ready.big)
+
+    def _done(self, big: bool) -> None:
         # The groups' buffers are freed: release them, or the day's RSS grows with its size.
         self._written += 1
         if big or self._written % RELEASE_EVERY_GROUPS == 0:

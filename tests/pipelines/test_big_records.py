@@ -205,3 +205,81 @@ def test_a_day_of_multi_mb_records_lands_exactly(big_day: BigDay, tmp_path: Path
     sizes = [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
     assert sum(sizes) > ROW_GROUP_BUDGET
     assert max(sizes) <= ROW_GROUP_BUDGET, sizes
+
+
+def test_under_token_big_and_ordinary_groups_land_whole_and_in_order(
+    big_day: BigDay, tmp_path: Path
+) -> None:
+    """Under `token` a batch of ordinary row groups is rewritten and normalized on the privacy
+    thread while the writer writes the groups before it; a big group (past BIG_GROUP_BYTES)
+    is rewritten alone and normalized by the writer after its raw write. Both kinds, mixed,
+    land every record once, in page order, each 16 MiB summary exact, the numbers as tokens,
+    and the day's checks count every row."""
+    import json
+
+    from pipelines.cdr_day import BIG_GROUP_BYTES
+    from warehouse.privacy import PrivacyPolicy, Pseudonymizer, is_token
+
+    assert SIZE >= BIG_GROUP_BYTES  # a page with a big record makes a big group
+    records = big_day.api_day()
+    bigs = list(big_day.big.values())
+    small = [r for r in records if record_id(r) not in big_day.big]
+    pages: list[list[bytes]] = []
+    for i, big in enumerate(bigs):
+        # Four pages of 5: two ordinary groups of 10, one batch of two; then a big group.
+        pages += [small[i * 20 + j : i * 20 + j + 5] for j in range(0, 20, 5)]
+        pages.append([big, *small[80 + i * 9 : 89 + i * 9]])
+    order = [record_id(r) for page in pages for r in page]
+    lake = Lake(str(tmp_path / "lake"))
+    key = partition_key("date", big_day.day)
+    stats, checks = DayStats(), DayChecks(big_day.day.isoformat())
+    privacy = Pseudonymizer(PrivacyPolicy("token", b"big-records-token-key-0123456789"))
+    with (
+        lake.writer("raw_cdrs", key, source="test") as raw,
+        lake.writer("cdrs", key, source="test") as cdrs_writer,
+        lake.writer("cdr_calls", key, source="test") as calls,
+    ):
+        writer = DayWriter(
+            raw,
+            {"cdrs": cdrs_writer, "cdr_calls": calls},
+            checks,
+            stats,
+            rows=10,
+            privacy=privacy,
+            batch_rows=20,
+        )
+        try:
+            for page in pages:
+                writer.add(decode_page_typed(_page(page)))
+            writer.flush()
+        finally:
+            writer.close()
+
+    landed_raw = lake.read("raw_cdrs", key)
+    cdrs = lake.read("cdrs", key)
+    got_calls = lake.read("cdr_calls", key)
+    assert landed_raw is not None
+    assert cdrs is not None
+    assert got_calls is not None
+    assert landed_raw["id"].to_list() == order
+    assert cdrs["id"].to_list() == order
+    assert checks.raw_rows == len(order)
+    assert checks.table_rows["cdrs"] == len(order)
+    summaries = dict(got_calls.select("id", "summary").iter_rows())
+    for cdr_id in big_day.big:
+        assert summaries[cdr_id] == big_text(cdr_id, SIZE).decode()
+    numbers = {
+        side["phone_number"]
+        for page in pages
+        for r in page
+        for side in (json.loads(r).get("from"), json.loads(r).get("to"))
+        if isinstance(side, dict) and side.get("phone_number")
+    }
+    assert numbers
+    texts = landed_raw["record"].to_list()
+    for number in numbers:
+        assert not any(number in t for t in texts), number
+    for column in ("from_phone_number", "to_phone_number"):
+        values = cdrs[column].drop_nulls().to_list()
+        assert values
+        assert all(is_token(v) for v in values), column
