@@ -21,7 +21,8 @@ What runs where (the machine has 2 cores, so who burns CPU where matters):
   dlt does (the bench before 2026-11-29). `cdrhouse ingest` runs twice: with
   `CDRHOUSE_PHONE_NUMBERS=raw`, then
   with `token` (a bench key) into another data dir, for what tokens cost (issue 26: <= 10 %
-  more wall); `--no-token` skips the second run.
+  more wall); `--no-token` skips the second run. `--token-pairs N` runs no dlt: N pairs of
+  `cdrhouse ingest` under `raw` and `token`, interleaved, and the mean of their wall ratios.
 
 Each is measured as a child of this process: wall time, CPU time (the child's rusage from
 wait4, including any children it reaped), peak RSS as the child's own VmHWM (`ru_maxrss` can
@@ -353,6 +354,51 @@ def run(
     }
 
 
+def token_pairs(pairs: int, days: int, cdrs_per_day: int, snapshots: bool = True) -> dict[str, Any]:
+    """What `token` costs, without dlt: `pairs` runs of `cdrhouse ingest` under `raw` and
+    under `token`, interleaved (raw first in odd pairs, token first in even ones) on one warm
+    sandbox, so drift of the machine's speed falls on both; each pair's ratio and the mean."""
+    from bench.ingest import ServedSandbox
+
+    today = datetime.now(UTC).date()
+    first = today - timedelta(days=days + 2)
+    end = first + timedelta(days=days)
+    sb = ServedSandbox(first, days + 1, cdrs_per_day)
+    results: dict[str, list[PeerResult]] = {"raw": [], "token": []}
+    try:
+        sb.warm([first + timedelta(days=i) for i in range(days)])
+        for i in range(pairs):
+            for mode in ("raw", "token") if i % 2 == 0 else ("token", "raw"):
+                with tempfile.TemporaryDirectory(prefix="cdrhouse-pairs-") as tmp:
+                    r = run_cdrhouse(sb, first, end, Path(tmp), mode, snapshots)
+                results[mode].append(r)
+                print(
+                    f"pair {i + 1} {mode:5s}: {r.wall_s:6.2f} s wall, {r.cpu_s:6.2f} s CPU, "
+                    f"{r.peak_rss_mb:4.0f} MB",
+                    flush=True,
+                )
+    finally:
+        sb.close()
+    ratios = [
+        t.wall_s / r.wall_s - 1 for r, t in zip(results["raw"], results["token"], strict=True)
+    ]
+    mean = sum(ratios) / len(ratios)
+    load = os.getloadavg()
+    print(
+        f"token / raw wall per pair: {', '.join(f'{x:+.1%}' for x in ratios)}; mean {mean:+.1%} "
+        f"-> target <= +{TARGET_TOKEN_COST:.0%}: {'MET' if mean <= TARGET_TOKEN_COST else 'MISSED'}"
+        f" (load at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f})",
+        flush=True,
+    )
+    return {
+        "pairs": pairs,
+        "ratios": ratios,
+        "mean": mean,
+        "results": {m: [asdict(r) for r in rs] for m, rs in results.items()},
+        "load_avg": list(load),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.peers", description=__doc__.split("\n")[0]
@@ -377,7 +423,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=date.fromisoformat, help=argparse.SUPPRESS)
     parser.add_argument("--end", type=date.fromisoformat, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--token-pairs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="no dlt: N interleaved pairs of `cdrhouse ingest` under raw and token, and the "
+        "mean of their wall ratios (what token costs, with the machine's drift on both)",
+    )
     args = parser.parse_args(argv)
+    if args.token_pairs:
+        pairs = token_pairs(args.token_pairs, args.days, args.cdrs_per_day, not args.no_snapshots)
+        if args.json is not None:
+            args.json.write_text(json.dumps(pairs, indent=2))
+        return 0
     if args.dlt_child:
         return dlt_child(args.base_url, args.api_key, args.start, args.end, args.workdir)
     summary = run(args.days, args.cdrs_per_day, args.keep, not args.no_token, not args.no_snapshots)
