@@ -26,12 +26,13 @@ install: $(STAMP)
 # critical path of every `make test` on a fresh clone. It compiles the bytecode, as pip does:
 # with PYTHONDONTWRITEBYTECODE set (as on these machines), an install without it left every
 # process of the suite compiling what it imports (+221 s of the subprocesses' CPU). Where uv
-# cannot reach the index (it reads no pip.conf), pip installs the same lock as before.
+# cannot be installed or cannot reach the index (it reads no pip.conf), pip installs the same
+# lock as before.
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -q
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip uv==$(UV_VERSION)
+	$(BIN)/python -m pip install -q --upgrade pip uv==$(UV_VERSION) || $(BIN)/python -m pip install -q --upgrade pip
 	$(UV) -r requirements.lock || $(BIN)/python -m pip install -q -r requirements.lock
 	$(UV) --no-deps -e . || $(BIN)/python -m pip install -q --no-deps -e .
 	@touch $(STAMP)
