@@ -279,29 +279,30 @@ class DayWriter:
         return _Ready(raw, group.height, normalized, landed, big)
 
     def _write(self, group: pl.DataFrame, big: bool) -> None:
+        """A group written as it comes (`raw`, a big group, records read back): its raw
+        columns first, their buffers given back before its typed tables are made."""
         if self._raw is not None:
-            raw = narrow(group, RAW_COLUMNS)
-            self._raw.write(raw)
-            self._note(RAW_CDRS, raw)
-            del raw
-            if big:
-                release_free_memory()  # the raw write's buffers, before the next write's
-        ready = self._ready(group, big, raw_written=True) if self._tables else None
+            self._put_raw(narrow(group, RAW_COLUMNS), big)
+        ready = self._ready(group, big, raw_written=True)
         del group
-        if ready is not None:
-            self._put(ready)
-        else:
-            self._done(big)
+        self._put(ready)
+
+    def _put_raw(self, raw: pl.DataFrame, big: bool) -> None:
+        if self._raw is None:  # typed tables only (renormalizing a day from the lake)
+            return
+        self._raw.write(raw)
+        self._note(RAW_CDRS, raw)
+        del raw
+        if big:
+            release_free_memory()  # the raw write's buffers, before the next write's
 
     def _put(self, ready: _Ready) -> None:
         """Write a group made ready (its raw columns, unless written already, then its typed
         tables) and fold it into the day's checks."""
-        if ready.raw is not None and self._raw is not None:
-            self._raw.write(ready.raw)
-            self._note(RAW_CDRS, ready.raw)
-            ready.raw = None
-            if ready.big:
-                release_free_memory()
+        if ready.raw is not None:
+            raw, ready.raw = ready.raw, None
+            self._put_raw(raw, ready.big)
+            del raw
         if ready.normalized is not None and ready.landed is not None:
             for table in NORMALIZED_TABLES:
                 frame: pl.DataFrame = ready.landed[table]
