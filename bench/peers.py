@@ -274,6 +274,13 @@ def _report(results: list[PeerResult], ids: dict[str, int], header: str) -> list
     return lines
 
 
+def _bench_days(days: int) -> tuple[date, date, list[date]]:
+    """The benched days: whole past days, at least two back, so every CDR of them is visible
+    (ended) already; (first, end, each day)."""
+    first = datetime.now(UTC).date() - timedelta(days=days + 2)
+    return first, first + timedelta(days=days), [first + timedelta(days=i) for i in range(days)]
+
+
 def run(
     days: int,
     cdrs_per_day: int,
@@ -284,11 +291,7 @@ def run(
     from bench.ingest import ServedSandbox
     from connectors.sandbox.config import DEFAULT_API_KEY
 
-    today = datetime.now(UTC).date()
-    # Whole past days, at least two back, so every CDR of them is visible (ended) already.
-    first = today - timedelta(days=days + 2)
-    wanted = [first + timedelta(days=i) for i in range(days)]
-    end = first + timedelta(days=days)
+    first, end, wanted = _bench_days(days)
     root = Path(tempfile.mkdtemp(prefix="cdrhouse-peers-", dir=keep))
     sb = ServedSandbox(first, days + 1, cdrs_per_day)
     try:
@@ -360,13 +363,11 @@ def token_pairs(pairs: int, days: int, cdrs_per_day: int, snapshots: bool = True
     sandbox, so drift of the machine's speed falls on both; each pair's ratio and the mean."""
     from bench.ingest import ServedSandbox
 
-    today = datetime.now(UTC).date()
-    first = today - timedelta(days=days + 2)
-    end = first + timedelta(days=days)
+    first, end, wanted = _bench_days(days)
     sb = ServedSandbox(first, days + 1, cdrs_per_day)
     results: dict[str, list[PeerResult]] = {"raw": [], "token": []}
     try:
-        sb.warm([first + timedelta(days=i) for i in range(days)])
+        sb.warm(wanted)
         for i in range(pairs):
             for mode in ("raw", "token") if i % 2 == 0 else ("token", "raw"):
                 with tempfile.TemporaryDirectory(prefix="cdrhouse-pairs-") as tmp:
