@@ -478,3 +478,42 @@ def test_records_with_multibyte_text_are_spliced_as_the_path_rewrites_them() -> 
     assert '"summary":"café"' in out[0]
     assert '"tags2":"—"' in out[1]
     assert '"message":null' in out[2]
+
+
+def test_numbers_written_in_other_digits_or_with_spaces_are_spliced_as_the_path_rewrites_them() -> (
+    None
+):
+    """A server that sends a number in Arabic-Indic or full-width digits, with spaces, or
+    beside a value with multi-byte text: the byte-offset splice cuts only at ASCII quotes, so
+    each record comes out valid and equal to the by-path rewrite, no number left in it."""
+    import json
+
+    from warehouse.decode import decode_page_counted
+
+    times = '"started_at":"2026-11-20T10:00:00.000Z","ended_at":"2026-11-20T10:01:00.000Z"'
+
+    def call(cdr_id: str, a: str, b: str) -> str:
+        return (
+            f'{{"id":"{cdr_id}","type":"call","subtype":"inbound","disposition":"answered",'
+            f'"from":{{"type":"phone_number","phone_number":"{a}"}},'
+            f'"to":{{"type":"phone_number","phone_number":"{b}"}},"user":null,"cost":0,'
+            f'"tags":[],{times},"data":{{"durations":{{"overall":1}}}}}}'
+        )
+
+    def digits(zero: int) -> str:  # 4915112345678 in the digits starting at `zero`
+        return "".join(chr(zero + int(d)) for d in "4915112345678")
+
+    sent = [
+        ("n1", digits(0x0660), "4930123456"),  # Arabic-Indic
+        ("n2", "4930123456", "+49 151 1234 5678"),
+        ("n3", digits(0xFF10), "é4930123456"),  # full-width
+    ]
+    records = [call(*s) for s in sent]
+    page = f'{{"cdrs":[{",".join(records)}],"metadata":{{"total":3}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    out = pz.page(decode_page_counted(page).frame)["record"].to_list()
+    for got, record, (_, a, b) in zip(out, records, sent, strict=True):
+        assert got is not None
+        assert json.loads(got) == json.loads(pz.record(record)[0] or ""), got
+        assert a not in got
+        assert b not in got
