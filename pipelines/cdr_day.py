@@ -252,8 +252,11 @@ class DayWriter:
     def _drain(self) -> None:
         if self._pending is None:
             return
-        groups = self._pending.result()
-        self._pending = None  # the future holds the list too
+        # Taken before its result: a failed batch is raised once, and the future (which
+        # holds the list too) is not kept.
+        pending, self._pending = self._pending, None
+        groups = pending.result()
+        del pending
         groups.reverse()
         while groups:  # each group's buffers can go once it is written
             group = groups.pop()
