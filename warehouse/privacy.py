@@ -16,16 +16,19 @@ made at once by `_made_all`: vectorized lookups of their countries, one HMAC eac
   bytes with the values replaced: each `from`/`to` number by its token, with `phone_country`
   and `phone_calling_code` written beside it; each channel identity (identifier, name,
   username, name snapshot) by its token; the SMS `message` by null (unless
-  `CDRHOUSE_SMS_BODIES=keep`); and, in a record with fields the spec does not name, any
-  string that is a number (`"+4915…"`, 7 to 15 digits) by that number's token. Each distinct
+  `CDRHOUSE_SMS_BODIES=keep`); and, in a field the spec does not name, any string that is a
+  number (`"+4915…"`, 7 to 15 digits) and any integer that is a valid phone number by that
+  number's token (the fields the spec names keep their values: a tag, a queue's or a
+  campaign's name, free text). Each distinct
   value is tokenized once in Python; each record is rewritten by vectorized replacement of
   the value's exact JSON text under its key (a row's own numbers spliced out at their byte
   offsets; the names, identifiers and bodies of the group's conversations and SMS in one
   `replace_many` pass over their records, since the same text gets the same replacement in
   any record).
   A record with a backslash (an escape could spell a value differently), one that still
-  holds a value after that, or one whose customer is named like an agent or a queue of the
-  group, is decoded, replaced by path and encoded again instead.
+  holds a value after that, one whose customer is named like an agent or a queue of the
+  group, or one of a page with fields the spec may not name that holds a number outside its
+  own (`from`/`to`) ones, is decoded, replaced by path and encoded again instead.
 * `r` (the typed decode) gets the tokens too, so the typed tables normalized from it hold
   them, and the numbers' countries are set beside it (`normalize_decoded` passes them to
   `cdrs`).
@@ -62,7 +65,7 @@ import polars as pl
 from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
 
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
-from warehouse.decode import BASE64_PREFIX, all_key_names, record_dtype
+from warehouse.decode import BASE64_PREFIX, record_dtype
 from warehouse.lake import Lake
 
 PhoneNumbers = Literal["token", "raw"]
@@ -435,13 +438,16 @@ class Pseudonymizer:
         if missed:
             check = values.select(checked).with_columns(text.alias("_record"))
             slow = slow | check.select(pl.any_horizontal(*missed)).to_series()
-        unknown = ~frame.get_column("known_keys").fill_null(False)  # keys the spec does not name
-        text = self._other_numbers(text, unknown, gone)
+        unknown = ~frame.get_column("known_keys").fill_null(False)  # keys the spec may not name
         if unknown.any():
-            # A number written as a JSON integer in a field the spec does not name: by path,
-            # which reads the value and its key (`_numbers_in`).
+            # A number in a field the spec does not name, as a JSON string or integer: by path,
+            # which knows the fields the spec names (`_numbers_in`: their values stay). Looked
+            # for in the text as rewritten so far, where the record's own numbers are tokens.
             index = unknown.arg_true()
-            found = records.gather(index).str.contains(INTEGER_LITERAL).fill_null(False)
+            found = (
+                text.gather(index).str.contains(NUMBER_LITERAL)
+                | records.gather(index).str.contains(INTEGER_LITERAL)
+            ).fill_null(False)
             slow = slow | pl.repeat(False, frame.height, eager=True).scatter(index, found)
         erased = (
             values.select(
@@ -602,25 +608,6 @@ class Pseudonymizer:
 
         return pl.col("r").struct.with_fields(*fields(tree)) if tree else pl.col("r")
 
-    def _other_numbers(self, text: pl.Series, unknown: pl.Series, gone: set[str]) -> pl.Series:
-        """Numbers elsewhere in a record (a field the spec does not name): any JSON string of
-        7 to 15 digits. Only records with such fields (`unknown`) are scanned."""
-        if not unknown.any():
-            return text
-        found = text.filter(unknown).str.extract_all(NUMBER_LITERAL).explode()
-        values = {v[1:-1] for v in _values(found)} - {""}
-        if not values:
-            return text
-        old, new = [], []
-        for v in values:
-            token = self.phone(v)
-            if token in self.forgotten:
-                gone.add(v)
-            old.append(f'"{v}"')
-            new.append(_json(self._out(token)))
-        index = unknown.arg_true()
-        return text.scatter(index, text.gather(index).str.replace_many(old, new))
-
     def record(self, text: str | None) -> tuple[str | None, bool]:
         """One record rewritten by path (the slow, exact way): (new text, anything erased)."""
         if text is None:
@@ -672,7 +659,7 @@ class Pseudonymizer:
                 and isinstance(data.get("message"), str)
             ):
                 data["message"] = None
-        rec = _numbers_in(rec, lambda v: put(self.phone(v)), _known_keys())
+        rec = _numbers_in(rec, lambda v: put(self.phone(v)), _spec_tree())
         return _ENCODE.encode(rec).decode(), any(erased)
 
     # -- typed tables -----------------------------------------------------------------------
@@ -954,17 +941,36 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
     return out
 
 
-def _numbers_in(value: Any, replace: Any, known: frozenset[str], key: str = "") -> Any:
-    """`value` with every string that is a number replaced, and every integer that is a valid
-    phone number with its calling code under a key the spec does not name (`known`: the keys
-    it names, whose integers are counts and durations the typed tables hold as they are)."""
+def _numbers_in(value: Any, replace: Any, spec: Any) -> Any:
+    """`value` with each number in a field the spec does not name replaced (`_in_unknown`);
+    `spec` is what the spec says `value` is (`_spec_tree`), None for a field it does not name.
+    A field the spec names keeps its value (a tag, a queue's or a campaign's name, free text:
+    numbers in them are not the customer's, or not searched for), and so does a value of
+    another shape than the spec's (a string where a number is named: the typed decode
+    quarantines the record), unless it is an object or a list where the spec names neither."""
+    if spec is None:
+        return _in_unknown(value, replace)
+    if isinstance(value, dict):
+        if not isinstance(spec, dict):
+            return _in_unknown(value, replace)
+        return {k: _numbers_in(v, replace, spec.get(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        if not isinstance(spec, list):
+            return _in_unknown(value, replace)
+        return [_numbers_in(v, replace, spec[0]) for v in value]
+    return value
+
+
+def _in_unknown(value: Any, replace: Any) -> Any:
+    """In a field the spec does not name: every string that is a number (7 to 15 digits), and
+    every integer that is a valid phone number with its calling code, replaced."""
     if isinstance(value, str):
         return replace(value) if looks_like_number(value) else value
     if isinstance(value, dict):
-        return {k: _numbers_in(v, replace, known, k) for k, v in value.items()}
+        return {k: _in_unknown(v, replace) for k, v in value.items()}
     if isinstance(value, list):
-        return [_numbers_in(v, replace, known, key) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and key not in known:
+        return [_in_unknown(v, replace) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
         return replace(str(value)) if _valid_number(str(value)) else value
     return value
 
@@ -980,8 +986,19 @@ def _valid_number(digits: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _known_keys() -> frozenset[str]:
-    return frozenset(all_key_names(record_dtype()))
+def _spec_tree() -> Any:
+    """What the spec names in a record (`record_dtype`, whose `data` holds every type's
+    fields, as the typed decode reads it): a dict per object, a one-item list per list, True
+    per value."""
+
+    def tree(dtype: Any) -> Any:
+        if isinstance(dtype, pl.Struct):
+            return {f.name: tree(f.dtype) for f in dtype.fields}
+        if isinstance(dtype, pl.List):
+            return [tree(dtype.inner)]
+        return True
+
+    return tree(record_dtype())
 
 
 __all__ = [
