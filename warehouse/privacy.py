@@ -345,7 +345,9 @@ class Pseudonymizer:
         others = set(_other_names(r).to_list()) if names else set()
         pairs: dict[str, str] = {}  # a name's JSON text under its key -> its replacement's
         outs: dict[str, pl.Series] = {}  # each row's token (null when forgotten), per value
-        gone: set[str] = set()  # values whose token is forgotten
+        # Per value (a number, a name: one text can be both, with two tokens), the texts whose
+        # token is forgotten.
+        gone: dict[str, set[str]] = {}
         forgotten = self.forgotten
         records = frame.get_column("record")
         # A copy: `scatter` changes a Series in place, and the path below reads `records` as
@@ -373,7 +375,7 @@ class Pseudonymizer:
                         erased=pl.col("token").is_in(list(forgotten)).fill_null(False)
                     )
                     if made.get_column("erased").any():
-                        gone.update(made.filter("erased").get_column("value").to_list())
+                        gone[name] = set(made.filter("erased").get_column("value").to_list())
                         # The token, quotes included, becomes null; its country stays beside.
                         made = made.with_columns(
                             token=pl.when("erased").then(None).otherwise("token"),
@@ -394,7 +396,7 @@ class Pseudonymizer:
                 token = self.identifier(v) if name in _IDENT_VALUES else self.text(v)
                 out[v] = token
                 if forgotten and token in forgotten:
-                    gone.add(v)
+                    gone.setdefault(name, set()).add(v)
                     out[v] = None
                 if v not in others or name not in _NAME_VALUES:
                     pairs[f'"{key}":"{v}"'] = f'"{key}":{_json(out[v])}'
@@ -451,7 +453,9 @@ class Pseudonymizer:
             slow = slow | pl.repeat(False, frame.height, eager=True).scatter(index, found)
         erased = (
             values.select(
-                pl.any_horizontal(pl.col(n).is_in(sorted(gone)).fill_null(False) for n in present)
+                pl.any_horizontal(
+                    pl.col(n).is_in(sorted(texts)).fill_null(False) for n, texts in gone.items()
+                )
             ).to_series()
             if gone
             else pl.repeat(False, frame.height, eager=True)
