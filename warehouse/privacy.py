@@ -265,6 +265,11 @@ class Pseudonymizer:
     _phones: dict[str, str] = field(default_factory=dict, repr=False)
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _countries: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, repr=False)
+    # Read back from the lake: an erased number's country and calling code, by (side, CDR id)
+    # (its token is null, the country stays beside it).
+    _erased_countries: dict[tuple[str, str], tuple[str | None, int | None]] = field(
+        default_factory=dict, repr=False
+    )
     _numbers: dict[str, _Number] = field(default_factory=dict, repr=False)
     _numbers_before: dict[str, _Number] = field(default_factory=dict, repr=False)
     _tokens: dict[str, str] = field(default_factory=dict, repr=False)  # E.164 digits -> token
@@ -701,12 +706,20 @@ class Pseudonymizer:
         for side in SIDES:
             found = pl.DataFrame(
                 {
+                    "id": group.get_column("id"),
                     "token": records.str.json_path_match(f"$.{side}.phone_number"),
                     "country": records.str.json_path_match(f"$.{side}.phone_country"),
                     "code": records.str.json_path_match(f"$.{side}.phone_calling_code"),
                 }
-            ).unique("token")
-            for token, place, code in found.iter_rows():
+            )
+            erased = found.filter(
+                pl.col("token").is_null()
+                & pl.col("id").is_not_null()
+                & (pl.col("country").is_not_null() | pl.col("code").is_not_null())
+            )
+            for cdr_id, _, place, code in erased.iter_rows():
+                self._erased_countries[(side, cdr_id)] = (place, int(code) if code else None)
+            for _, token, place, code in found.unique("token").iter_rows():
                 if isinstance(token, str) and is_token(token):
                     self._countries[token] = (place, int(code) if code else None)
 
@@ -724,6 +737,8 @@ class Pseudonymizer:
                 ).alias(f"{side}_phone_calling_code"),
             ]
         frame = frame.with_columns(countries)
+        if self._erased_countries:
+            frame = frame.with_columns(self._erased_beside(frame))
         if not self.policy.tokens:  # tokens read back from the lake, now landed under `raw`
             return frame.with_columns(pl.lit(False).alias(FORGOTTEN))
         erased = pl.lit(False)
@@ -747,6 +762,20 @@ class Pseudonymizer:
             if gone:
                 erased = erased | pl.col(column).is_in(gone).fill_null(False)
         return frame.with_columns(erased.alias(FORGOTTEN)).with_columns(replaced)
+
+    def _erased_beside(self, frame: pl.DataFrame) -> list[pl.Series]:
+        """Each side's country and calling code where its number was erased (`learn`)."""
+        ids = frame.get_column("id").to_list()
+        out = []
+        for side in SIDES:
+            found = [self._erased_countries.get((side, i)) for i in ids]
+            for n, (name, dtype) in enumerate(
+                ((f"{side}_phone_country", pl.String()), (f"{side}_phone_calling_code", pl.Int64()))
+            ):
+                column = frame.get_column(name)
+                beside = pl.Series(name, [f[n] if f else None for f in found], dtype=dtype)
+                out.append(column.fill_null(beside))
+        return out
 
     def sms(self, frame: pl.DataFrame) -> pl.DataFrame:
         if self.policy.tokens and self.policy.sms_bodies == "drop":
