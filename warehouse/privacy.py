@@ -977,21 +977,17 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
 def _numbers_in(value: Any, replace: Any, spec: Any) -> Any:
     """`value` with each number in a field the spec does not name replaced (`_in_unknown`);
     `spec` is what the spec says `value` is (`_spec_tree`), None for a field it does not name.
-    A field the spec names keeps its value (a tag, a queue's or a campaign's name, free text:
-    numbers in them are not the customer's, or not searched for), and so does a value of
-    another shape than the spec's (a string where a number is named: the typed decode
-    quarantines the record), unless it is an object or a list where the spec names neither."""
-    if spec is None:
-        return _in_unknown(value, replace)
-    if isinstance(value, dict):
-        if not isinstance(spec, dict):
-            return _in_unknown(value, replace)
+    A value the spec names keeps its value (a tag, a queue's or a campaign's name, free text:
+    numbers in them are not the customer's, or not searched for). A value of another shape
+    than the spec's object, list or value (`"from": "4915…"`, a list where a text is named;
+    the typed decode quarantines such a record) is read as one the spec does not name."""
+    if isinstance(value, dict) and isinstance(spec, dict):
         return {k: _numbers_in(v, replace, spec.get(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        if not isinstance(spec, list):
-            return _in_unknown(value, replace)
+    if isinstance(value, list) and isinstance(spec, list):
         return [_numbers_in(v, replace, spec[0]) for v in value]
-    return value
+    if spec is True and not isinstance(value, dict | list):
+        return value
+    return _in_unknown(value, replace)
 
 
 def _in_unknown(value: Any, replace: Any) -> Any:

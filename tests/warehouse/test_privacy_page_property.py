@@ -359,3 +359,33 @@ def test_an_erased_number_keeps_its_country_when_the_day_is_normalized_again() -
     for cdrs in (first["cdrs"], again["cdrs"]):
         row = cdrs.select(*columns, *(c.replace("from", "to") for c in columns), FORGOTTEN)
         assert list(row.row(0)) == expected
+
+
+def test_a_number_where_the_spec_names_an_object_or_a_list_is_still_replaced() -> None:
+    """A server that sends `from` as a bare number, or `tags` as one: the typed decode refuses
+    the record (it is quarantined), and by path the value is read as one the spec does not
+    name, so the number still becomes its token there; a named text value stays."""
+    rec: dict[str, Any] = {
+        "id": "q0",
+        "type": "call",
+        "subtype": "inbound",
+        "disposition": "answered",
+        "from": "4915112345678",
+        "to": {"type": "phone_number", "phone_number": "4930123456"},
+        "user": None,
+        "cost": 0.5,
+        "tags": "4915112345679",
+        **TIMES,
+        "data": {"summary": "4915112345670"},
+    }
+    text = json.dumps(rec, separators=(",", ":"))
+    page = f'{{"cdrs":[{text}],"metadata":{{"total":1}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    frame = pz.page(decode_page_counted(page).frame)
+    [out] = frame["record"].to_list()
+    assert frame["struct_reason"][0] is not None  # quarantined: the typed decode refused it
+    got = json.loads(out)
+    assert got["from"] == pz.phone("4915112345678")
+    assert got["tags"] == pz.phone("4915112345679")
+    assert got["to"]["phone_number"] == pz.phone("4930123456")
+    assert got["data"]["summary"] == "4915112345670"  # a text the spec names: kept
