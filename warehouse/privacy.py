@@ -65,7 +65,7 @@ import polars as pl
 from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
 
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
-from warehouse.decode import BASE64_PREFIX, record_dtype
+from warehouse.decode import BASE64_PREFIX, record_dtype, with_decoded
 from warehouse.lake import Lake
 
 PhoneNumbers = Literal["token", "raw"]
@@ -467,9 +467,12 @@ class Pseudonymizer:
         )
         if slow.any():
             by_path = slow.arg_true().to_list()
-            redone = [self.record(records[i]) for i in by_path]
-            text = text.scatter(by_path, [t for t, _ in redone])
-            erased = erased.scatter(by_path, [e for _, e in redone])
+            redone = [self._record(records[i]) for i in by_path]
+            text = text.scatter(by_path, [t for t, _, _ in redone])
+            erased = erased.scatter(by_path, [e for _, e, _ in redone])
+            again = [i for i, (_, _, retype) in zip(by_path, redone, strict=True) if retype]
+            if again:
+                frame = frame.with_columns(_read_again(frame, again, text))
         for side in SIDES:
             if f"{side}.phone_number" not in present:
                 countries += [
@@ -619,18 +622,25 @@ class Pseudonymizer:
 
     def record(self, text: str | None) -> tuple[str | None, bool]:
         """One record rewritten by path (the slow, exact way): (new text, anything erased)."""
+        out, erased, _ = self._record(text)
+        return out, erased
+
+    def _record(self, text: str | None) -> tuple[str | None, bool, bool]:
+        """`record`, and whether a value the typed decode reads was replaced besides the
+        customer's own fields (a tag that is the caller's number): `r` must be read again."""
         if text is None:
-            return None, False
+            return None, False, False
         if text.startswith(BASE64_PREFIX):
             # Not UTF-8 (kept as base64 of its bytes, quarantined): its digit runs still go.
             raw = base64.b64decode(text[len(BASE64_PREFIX) :])
             raw = _NUMBER_BYTES.sub(lambda m: self._token_bytes(m[0].decode()), raw)
-            return BASE64_PREFIX + base64.b64encode(raw).decode(), False
+            return BASE64_PREFIX + base64.b64encode(raw).decode(), False, False
         try:
             rec = _DECODE.decode(text)
         except (msgspec.DecodeError, RecursionError):
             # Not JSON (it is quarantined): its numbers still go.
-            return _NUMBER_STRINGS.sub(lambda m: _json(self._out(self.phone(m[1]))), text), False
+            out = _NUMBER_STRINGS.sub(lambda m: _json(self._out(self.phone(m[1]))), text)
+            return out, False, False
         erased: list[bool] = []
 
         def put(token: str) -> str | None:
@@ -638,11 +648,13 @@ class Pseudonymizer:
             erased.append(out is None)
             return out
 
+        own: set[str] = set()  # the customer's numbers as sent, wherever else they are written
         if isinstance(rec, dict):
             for side in SIDES:
                 end = rec.get(side)
                 if not isinstance(end, dict):
                     continue
+                own |= _own_numbers(end)
                 if isinstance(end.get("phone_number"), str | int) and not isinstance(
                     end["phone_number"], bool
                 ):
@@ -668,8 +680,16 @@ class Pseudonymizer:
                 and isinstance(data.get("message"), str)
             ):
                 data["message"] = None
-        rec = _numbers_in(rec, lambda v: put(self.phone(v)), _spec_tree())
-        return _ENCODE.encode(rec).decode(), any(erased)
+        retyped: list[bool] = []
+
+        def put_own(value: str) -> str | None:
+            retyped.append(True)
+            return put(self.phone(value))
+
+        rec = _numbers_in(
+            rec, lambda v: put(self.phone(v)), _spec_tree(), dict.fromkeys(own, put_own)
+        )
+        return _ENCODE.encode(rec).decode(), any(erased), bool(retyped)
 
     # -- typed tables -----------------------------------------------------------------------
 
@@ -974,20 +994,57 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
     return out
 
 
-def _numbers_in(value: Any, replace: Any, spec: Any) -> Any:
+def _numbers_in(value: Any, replace: Any, spec: Any, own: Mapping[str, Any]) -> Any:
     """`value` with each number in a field the spec does not name replaced (`_in_unknown`);
     `spec` is what the spec says `value` is (`_spec_tree`), None for a field it does not name.
     A value the spec names keeps its value (a tag, a queue's or a campaign's name, free text:
-    numbers in them are not the customer's, or not searched for). A value of another shape
-    than the spec's object, list or value (`"from": "4915…"`, a list where a text is named;
-    the typed decode quarantines such a record) is read as one the spec does not name."""
+    numbers in them are not the customer's, or not searched for), unless it is, whole, one
+    of the record's own customer's numbers (`own`: each one's replacer; a tag that is the
+    caller's number). A
+    value of another shape than the spec's object, list or value (`"from": "4915…"`, a list
+    where a text is named; the typed decode quarantines such a record) is read as one the spec
+    does not name."""
     if isinstance(value, dict) and isinstance(spec, dict):
-        return {k: _numbers_in(v, replace, spec.get(k)) for k, v in value.items()}
+        return {k: _numbers_in(v, replace, spec.get(k), own) for k, v in value.items()}
     if isinstance(value, list) and isinstance(spec, list):
-        return [_numbers_in(v, replace, spec[0]) for v in value]
+        return [_numbers_in(v, replace, spec[0], own) for v in value]
     if spec is True and not isinstance(value, dict | list):
-        return value
+        return own[value](value) if isinstance(value, str) and value in own else value
     return _in_unknown(value, replace)
+
+
+def _read_again(frame: pl.DataFrame, rows: list[int], text: pl.Series) -> pl.Series:
+    """`r` with the rows at `rows` decoded again from their rewritten records (`text`), as a
+    day normalized again from `raw_cdrs` reads them; a row whose record the typed decode
+    refused (quarantined) keeps its `r`."""
+    r = frame.get_column("r")
+    reasons = frame.get_column("struct_reason")
+    rows = [i for i in rows if reasons[i] is None]
+    if not rows:
+        return r
+    again = with_decoded(pl.DataFrame({"record": text.gather(rows)}))
+    fine = again.get_column("struct_reason").is_null().to_list()
+    order = list(range(len(r)))
+    for k, (i, ok) in enumerate(zip(rows, fine, strict=True)):
+        if ok:
+            order[i] = len(r) + k
+    typed = again.get_column("r").cast(r.dtype).alias(r.name)
+    return pl.concat([r, typed]).gather(order)
+
+
+def _own_numbers(end: dict[str, Any]) -> set[str]:
+    """The numbers of one side of a record (`from`, `to`) as sent: its phone number, and its
+    channel account's identifier when it is a number."""
+    out = set()
+    number = end.get("phone_number")
+    if isinstance(number, str | int) and not isinstance(number, bool):
+        out.add(str(number))
+    account = end.get("channel_account")
+    if isinstance(account, dict):
+        ident = account.get("identifier")
+        if isinstance(ident, str) and looks_like_number(ident):
+            out.add(ident)
+    return out
 
 
 def _in_unknown(value: Any, replace: Any) -> Any:

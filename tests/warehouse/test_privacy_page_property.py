@@ -139,10 +139,12 @@ def test_page_rewrites_each_record_as_the_path_does(
         assert want is not None
         assert json.loads(out) == json.loads(want), (text, out, want)
         assert flag is erased, (text, out, flag)
-        # What the customer sent is nowhere in the record as a JSON string value, unless an
-        # agent, a queue or a field the rewrite keeps holds the same text.
-        kept = {AGENT, QUEUE, "ada@cc.example", "whatsapp", *rec["tags"], *_kept(rec, sms)}
-        values = set(_strings(json.loads(out)))
+        # What the customer sent is nowhere in the record as a JSON string value, unless a
+        # field the rewrite keeps (the CDR's own, an agent's, a queue's) holds the same text.
+        parsed = json.loads(out)
+        # (and the countries written beside the tokens: a customer may be named "GB")
+        kept = _kept(rec, sms) | {parsed[side].get("phone_country") for side in ("from", "to")}
+        values = set(_strings(parsed))
         leaked = (_secrets(rec, sms) - kept) & values
         assert not leaked, (text, out, leaked)
     # The typed values follow the records: each side's number is its record's token.
@@ -156,12 +158,12 @@ def test_page_rewrites_each_record_as_the_path_does(
 
 
 def _kept(rec: dict[str, Any], sms: str) -> set[str]:
-    """The record's `data` strings that stay (an unknown field's, if not a number)."""
-    return {
-        v
-        for k, v in rec["data"].items()
-        if isinstance(v, str) and (k != "message" or sms == "keep")
-    }
+    """The record's strings outside the customer's fields (its endpoints' values, the SMS
+    body unless kept): they stay (a field the spec does not name: unless a number)."""
+    rest = {k: v for k, v in rec.items() if k not in ("from", "to", "data")}
+    data = {k: v for k, v in rec["data"].items() if k != "message" or sms == "keep"}
+    ends = [{"type": rec[side]["type"]} for side in ("from", "to")]
+    return {*_strings(rest), *_strings(data), *_strings(ends), "whatsapp", "a1"}
 
 
 def _strings(value: Any) -> list[str]:
@@ -389,3 +391,41 @@ def test_a_number_where_the_spec_names_an_object_or_a_list_is_still_replaced() -
     assert got["tags"] == pz.phone("4915112345679")
     assert got["to"]["phone_number"] == pz.phone("4930123456")
     assert got["data"]["summary"] == "4915112345670"  # a text the spec names: kept
+
+
+def test_the_customers_own_number_in_a_tag_is_replaced_in_the_record_and_in_cdrs() -> None:
+    """A field the spec names keeps its value, unless that value is, whole, one of the
+    record's own customer's numbers (an agent tagged the call with the caller's number): it
+    becomes the number's token in `raw_cdrs` and in `cdrs.tags` alike, and a day normalized
+    again from the lake reads the same. Another number in a tag stays."""
+    caller, other = "4915112345678", "4930999888777"
+    rec: dict[str, Any] = {
+        "id": "t0",
+        "type": "call",
+        "subtype": "inbound",
+        "disposition": "answered",
+        "from": {"type": "phone_number", "phone_number": caller},
+        "to": {"type": "phone_number", "phone_number": "4930123456"},
+        "user": None,
+        "cost": 0.5,
+        "tags": [caller, other, "vip"],
+        **TIMES,
+        "data": {"summary": caller},
+    }
+    policy = PrivacyPolicy("token", KEY)
+    token = Pseudonymizer(policy).phone(caller)
+    text = json.dumps(rec, separators=(",", ":"))
+    page = f'{{"cdrs":[{text}],"metadata":{{"total":1}}}}'.encode()
+    pz = Pseudonymizer(policy)
+    [out] = pz.page(decode_page_counted(page).frame)["record"].to_list()
+    got = json.loads(out)
+    assert got["tags"] == [token, other, "vip"]
+    assert got["data"]["summary"] == token
+    assert caller not in out
+    first, again = _landings([text], policy, frozenset())
+    for cdrs in (first["cdrs"], again["cdrs"]):
+        assert cdrs["tags"].to_list() == [[token, other, "vip"]]
+        assert cdrs["from_phone_number"].to_list() == [token]
+    assert first["cdr_calls"]["summary"].to_list() == [token]
+    for name, table in first.items():
+        assert caller not in table.write_ndjson(), name
