@@ -19,7 +19,8 @@ made at once by `_made_all`: vectorized lookups of their countries, one HMAC eac
   `CDRHOUSE_SMS_BODIES=keep`); and, in a field the spec does not name, any string that is a
   number (`"+4915…"`, 7 to 15 digits) and any integer that is a valid phone number by that
   number's token (the fields the spec names keep their values: a tag, a queue's or a
-  campaign's name, free text). Each distinct
+  campaign's name, free text; unless a value is, whole, the record's own customer's number,
+  which gets its token there too). Each distinct
   value is tokenized once in Python; each record is rewritten by vectorized replacement of
   the value's exact JSON text under its key (a row's own numbers spliced out at their byte
   offsets; the names, identifiers and bodies of the group's conversations and SMS in one
