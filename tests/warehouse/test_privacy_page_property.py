@@ -41,6 +41,35 @@ _names = st.one_of(
 )
 
 
+def _call(cdr_id: str, **fields: Any) -> dict[str, Any]:
+    """A call as the API sends it (from +4915112345678 to +4930123456); `fields` replace or
+    add top-level fields (`**{"from": ...}` for the caller)."""
+    rec: dict[str, Any] = {
+        "id": cdr_id,
+        "type": "call",
+        "subtype": "inbound",
+        "disposition": "answered",
+        "from": _phone("4915112345678"),
+        "to": _phone("4930123456"),
+        "user": None,
+        "cost": 0.5,
+        "tags": [],
+        **TIMES,
+        "data": {},
+    }
+    return rec | fields
+
+
+def _phone(number: str) -> dict[str, str]:
+    return {"type": "phone_number", "phone_number": number}
+
+
+def _page(records: list[dict[str, Any]]) -> tuple[list[str], bytes]:
+    """Each record's compact JSON text, and the page of them."""
+    texts = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in records]
+    return texts, f'{{"cdrs":[{",".join(texts)}],"metadata":{{"total":{len(texts)}}}}}'.encode()
+
+
 @st.composite
 def _party(draw: st.DrawFn, channel: bool) -> dict[str, Any]:
     if not channel:
@@ -122,8 +151,7 @@ def test_page_rewrites_each_record_as_the_path_does(
 ) -> None:
     size = data.draw(st.integers(1, 8))
     recs = [data.draw(_record(i)) for i in range(size)]
-    texts = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in recs]
-    page = f'{{"cdrs":[{",".join(texts)}],"metadata":{{"total":{size}}}}}'.encode()
+    texts, page = _page(recs)
     policy = PrivacyPolicy("token", KEY, sms_bodies=sms)
     # Some people erased (`cdrhouse privacy forget`): a number, a name.
     made = Pseudonymizer(policy)
@@ -178,20 +206,7 @@ def _strings(value: Any) -> list[str]:
 
 def test_the_property_sees_a_record_left_unrewritten() -> None:
     """The check above can fail: a record as sent is not its by-path rewrite."""
-    rec: dict[str, Any] = {
-        "id": "r0",
-        "type": "call",
-        "subtype": "inbound",
-        "disposition": "answered",
-        "from": {"type": "phone_number", "phone_number": "4915112345678"},
-        "to": {"type": "phone_number", "phone_number": "4930123456"},
-        "user": None,
-        "cost": 0.5,
-        "tags": [],
-        **TIMES,
-        "data": {},
-    }
-    text = json.dumps(rec, separators=(",", ":"))
+    [text], _ = _page([_call("r0")])
     want, _ = Pseudonymizer(PrivacyPolicy("token", KEY)).record(text)
     assert want is not None
     assert json.loads(text) != json.loads(want)
@@ -207,21 +222,10 @@ def test_a_number_in_a_field_the_spec_names_stays_whichever_path_the_record_take
     Now it stays on every path, and a number in a field the spec does not name becomes its
     token on every path."""
 
-    def call(cdr_id: str, summary: str, **extra: Any) -> str:
-        rec = {
-            "id": cdr_id,
-            "type": "call",
-            "subtype": "inbound",
-            "disposition": "answered",
-            "from": {"type": "phone_number", "phone_number": "4915112345678"},
-            "to": {"type": "phone_number", "phone_number": "4930123456"},
-            "user": None,
-            "cost": 0.5,
-            "tags": ["20261120", "vip"],
-            **TIMES,
-            "data": {"campaign": {"id": 7, "name": "2026112001"}, "summary": summary, **extra},
-        }
-        return json.dumps(rec, separators=(",", ":"))
+    def call(cdr_id: str, summary: str, **extra: Any) -> dict[str, Any]:
+        campaign = {"id": 7, "name": "2026112001"}
+        data = {"campaign": campaign, "summary": summary, **extra}
+        return _call(cdr_id, tags=["20261120", "vip"], data=data)
 
     kept = ('"tags":["20261120","vip"]', '"name":"2026112001"')
     token = Pseudonymizer(PrivacyPolicy("token", KEY)).phone("4915112345678")
@@ -231,11 +235,11 @@ def test_a_number_in_a_field_the_spec_names_stays_whichever_path_the_record_take
         "an unknown field": [call("c", "ok", ani="4915112345678", legs=[{"n": 4915112345678}])],
     }
     for why, records in pages.items():
-        page = f'{{"cdrs":[{",".join(records)}],"metadata":{{"total":1}}}}'.encode()
+        [text], page = _page(records)
         pz = Pseudonymizer(PrivacyPolicy("token", KEY))
         frame = pz.page(decode_page_counted(page).frame)
         [out] = frame["record"].to_list()
-        assert json.loads(out) == json.loads(pz.record(records[0])[0] or ""), why
+        assert json.loads(out) == json.loads(pz.record(text)[0] or ""), why
         for text in kept:
             assert text in out, (why, out)
         assert "4915112345678" not in out, (why, out)
@@ -255,25 +259,14 @@ def test_a_name_spelled_like_an_erased_number_does_not_flag_its_record() -> None
     of an erased number was flagged, though its username's token (a name's) is not erased."""
     number = "4915112345678"
 
-    def record(cdr_id: str, to: dict[str, Any]) -> str:
-        rec: dict[str, Any] = {
-            "id": cdr_id,
-            "type": "conversation",
-            "subtype": "whatsapp",
-            "disposition": "archived",
-            "from": {"type": "phone_number", "phone_number": "4930123456"},
-            "to": to,
-            "user": None,
-            "cost": 0,
-            "tags": [],
-            **TIMES,
-            "data": {"channel": "whatsapp"},
-        }
-        return json.dumps(rec, separators=(",", ":"))
+    def record(cdr_id: str, to: dict[str, Any]) -> dict[str, Any]:
+        chat = {"type": "conversation", "subtype": "whatsapp", "disposition": "archived"}
+        data = {"channel": "whatsapp"}
+        return _call(cdr_id, **chat, **{"from": _phone("4930123456")}, to=to, cost=0, data=data)
 
     account = {"id": "a1", "channel": "whatsapp", "identifier": "eve-wa", "deleted": False}
     records = [
-        record("erased", {"type": "phone_number", "phone_number": number}),
+        record("erased", _phone(number)),
         record(
             "named",
             {
@@ -288,22 +281,22 @@ def test_a_name_spelled_like_an_erased_number_does_not_flag_its_record() -> None
     ]
     policy = PrivacyPolicy("token", KEY)
     forgotten = frozenset({Pseudonymizer(policy).phone(number)})
-    page = f'{{"cdrs":[{",".join(records)}],"metadata":{{"total":2}}}}'.encode()
+    texts, page = _page(records)
     pz = Pseudonymizer(policy, forgotten)
     frame = pz.page(decode_page_counted(page).frame)
     assert frame[FORGOTTEN].to_list() == [True, False]
-    assert [pz.record(r)[1] for r in records] == [True, False]
+    assert [pz.record(t)[1] for t in texts] == [True, False]
     assert '"phone_number":null' in frame["record"][0]
     assert pz.text(number) in frame["record"][1]
 
 
 def _landings(
-    texts: list[str], policy: PrivacyPolicy, forgotten: frozenset[str]
+    records: list[dict[str, Any]], policy: PrivacyPolicy, forgotten: frozenset[str]
 ) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
     """A page's typed tables as they first land, and as normalized again from its rewritten
     records read back from `raw_cdrs` (`renormalize_day`'s way: `with_decoded`, `learn`, the
     erased ids from `pii_forgotten`)."""
-    page = f'{{"cdrs":[{",".join(texts)}],"metadata":{{"total":{len(texts)}}}}}'.encode()
+    _, page = _page(records)
     pz = Pseudonymizer(policy, forgotten)
     frame = pz.page(decode_page_counted(page).frame)
 
@@ -325,37 +318,23 @@ def test_typed_tables_normalized_again_from_the_lake_equal_the_first_landing(
     """The README's promise: `raw_cdrs` keeps the records with the values replaced, so a day
     normalized again from the lake (a typed table materialized alone) lands what it did."""
     recs = [data.draw(_record(i)) for i in range(data.draw(st.integers(1, 6)))]
-    texts = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in recs]
     policy = PrivacyPolicy("token", KEY, sms_bodies=sms)
     made = Pseudonymizer(policy)
     erasable = [made.phone("4915112345678"), made.phone("4930123456"), made.text("Eve")]
     forgotten = frozenset(data.draw(st.lists(st.sampled_from(erasable), max_size=2)))
-    first, again = _landings(texts, policy, forgotten)
+    first, again = _landings(recs, policy, forgotten)
     assert first.keys() == again.keys()
     for name, table in first.items():
-        assert table.sort("id").to_dicts() == again[name].sort("id").to_dicts(), (name, texts)
+        assert table.sort("id").to_dicts() == again[name].sort("id").to_dicts(), (name, recs)
 
 
 def test_an_erased_number_keeps_its_country_when_the_day_is_normalized_again() -> None:
     """Found by the property above: an erased number's country and calling code stay beside
     its null token, and `cdrs` had them when the day landed, but lost them when the day was
     normalized again from `raw_cdrs` (they were looked up by token, and the token is gone)."""
-    rec: dict[str, Any] = {
-        "id": "r0",
-        "type": "call",
-        "subtype": "inbound",
-        "disposition": "answered",
-        "from": {"type": "phone_number", "phone_number": "4915112345678"},
-        "to": {"type": "phone_number", "phone_number": "12025550143"},
-        "user": None,
-        "cost": 0.5,
-        "tags": [],
-        **TIMES,
-        "data": {},
-    }
     policy = PrivacyPolicy("token", KEY)
     forgotten = frozenset({Pseudonymizer(policy).phone("4915112345678")})
-    first, again = _landings([json.dumps(rec, separators=(",", ":"))], policy, forgotten)
+    first, again = _landings([_call("r0", to=_phone("12025550143"))], policy, forgotten)
     columns = ["from_phone_number", "from_phone_country", "from_phone_calling_code"]
     expected = [None, "DE", 49, Pseudonymizer(policy).phone("12025550143"), "US", 1, True]
     for cdrs in (first["cdrs"], again["cdrs"]):
@@ -367,21 +346,8 @@ def test_a_number_where_the_spec_names_an_object_or_a_list_is_still_replaced() -
     """A server that sends `from` as a bare number, or `tags` as one: the typed decode refuses
     the record (it is quarantined), and by path the value is read as one the spec does not
     name, so the number still becomes its token there; a named text value stays."""
-    rec: dict[str, Any] = {
-        "id": "q0",
-        "type": "call",
-        "subtype": "inbound",
-        "disposition": "answered",
-        "from": "4915112345678",
-        "to": {"type": "phone_number", "phone_number": "4930123456"},
-        "user": None,
-        "cost": 0.5,
-        "tags": "4915112345679",
-        **TIMES,
-        "data": {"summary": "4915112345670"},
-    }
-    text = json.dumps(rec, separators=(",", ":"))
-    page = f'{{"cdrs":[{text}],"metadata":{{"total":1}}}}'.encode()
+    shapes = {"from": "4915112345678", "tags": "4915112345679"}
+    _, page = _page([_call("q0", **shapes, data={"summary": "4915112345670"})])
     pz = Pseudonymizer(PrivacyPolicy("token", KEY))
     frame = pz.page(decode_page_counted(page).frame)
     [out] = frame["record"].to_list()
@@ -399,30 +365,17 @@ def test_the_customers_own_number_in_a_tag_is_replaced_in_the_record_and_in_cdrs
     becomes the number's token in `raw_cdrs` and in `cdrs.tags` alike, and a day normalized
     again from the lake reads the same. Another number in a tag stays."""
     caller, other = "4915112345678", "4930999888777"
-    rec: dict[str, Any] = {
-        "id": "t0",
-        "type": "call",
-        "subtype": "inbound",
-        "disposition": "answered",
-        "from": {"type": "phone_number", "phone_number": caller},
-        "to": {"type": "phone_number", "phone_number": "4930123456"},
-        "user": None,
-        "cost": 0.5,
-        "tags": [caller, other, "vip"],
-        **TIMES,
-        "data": {"summary": caller},
-    }
+    record = _call("t0", tags=[caller, other, "vip"], data={"summary": caller})
+    _, page = _page([record])
     policy = PrivacyPolicy("token", KEY)
     token = Pseudonymizer(policy).phone(caller)
-    text = json.dumps(rec, separators=(",", ":"))
-    page = f'{{"cdrs":[{text}],"metadata":{{"total":1}}}}'.encode()
     pz = Pseudonymizer(policy)
     [out] = pz.page(decode_page_counted(page).frame)["record"].to_list()
     got = json.loads(out)
     assert got["tags"] == [token, other, "vip"]
     assert got["data"]["summary"] == token
     assert caller not in out
-    first, again = _landings([text], policy, frozenset())
+    first, again = _landings([record], policy, frozenset())
     for cdrs in (first["cdrs"], again["cdrs"]):
         assert cdrs["tags"].to_list() == [[token, other, "vip"]]
         assert cdrs["from_phone_number"].to_list() == [token]
