@@ -34,6 +34,7 @@ from pipelines.checks import DayChecks
 from pipelines.cli_runs import run_ingest
 from pipelines.partitions import partition_window
 from tests.support.clock import SessionClock
+from tests.support.lake import published
 from tests.support.sandboxes import make_sandbox
 from tests.support.served import ServedSandbox
 from warehouse.decode import decode_page_typed
@@ -255,12 +256,7 @@ def test_under_token_big_and_ordinary_groups_land_whole_and_in_order(
         finally:
             writer.close()
 
-    landed_raw = lake.read("raw_cdrs", key)
-    cdrs = lake.read("cdrs", key)
-    got_calls = lake.read("cdr_calls", key)
-    assert landed_raw is not None
-    assert cdrs is not None
-    assert got_calls is not None
+    landed_raw, cdrs, got_calls = published(lake, key, "raw_cdrs", "cdrs", "cdr_calls")
     assert landed_raw["id"].to_list() == order
     assert cdrs["id"].to_list() == order
     assert checks.raw_rows == len(order)

@@ -15,6 +15,7 @@ import pytest
 from connectors.sandbox.generator import Dataset, encode_page
 from pipelines.cdr_day import DayStats, DayWriter
 from pipelines.checks import DayChecks
+from tests.support.lake import published
 from tests.warehouse.conftest import PAGE, day_pages
 from warehouse.decode import decode_page_typed
 from warehouse.lake import Lake, partition_key
@@ -109,12 +110,7 @@ def test_bad_records_in_a_token_batch_go_to_quarantine_without_their_numbers(
     tables = (*TABLES, "cdr_quarantine")
     lake = _land(tmp_path, pages, 2 * GROUP_ROWS, frozenset(), tables)
     key = partition_key("date", DAY)
-    quarantine = lake.read("cdr_quarantine", key)
-    raw = lake.read("raw_cdrs", key)
-    cdrs = lake.read("cdrs", key)
-    assert quarantine is not None
-    assert raw is not None
-    assert cdrs is not None
+    quarantine, raw, cdrs = published(lake, key, "cdr_quarantine", "raw_cdrs", "cdrs")
     bad_ids = {json.loads(records[i])["id"] for i in bad}
     assert set(quarantine["id"].to_list()) == bad_ids
     assert all(r and "cost" in r for r in quarantine["reason"].to_list())

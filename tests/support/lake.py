@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 from warehouse.duck import WAREHOUSE_FILE
-from warehouse.lake import MARKER_FILE
+from warehouse.lake import MARKER_FILE, Lake
 
 
 @contextmanager
@@ -38,6 +38,14 @@ def read_table(data_dir: Path, table: str, drop: tuple[str, ...] = ()) -> pl.Dat
     frame = frame.drop([c for c in drop if c in frame.columns])
     keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
     return frame.sort(keys, nulls_last=True) if frame.height else frame
+
+
+def published(lake: Lake, key: str, *tables: str) -> list[pl.DataFrame]:
+    """Each table's published partition `key`, read whole; each must exist."""
+    frames = [lake.read(table, key) for table in tables]
+    missing = [t for t, f in zip(tables, frames, strict=True) if f is None]
+    assert not missing, f"no {key} partition of {missing}"
+    return [f for f in frames if f is not None]
 
 
 def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple[str, str]]:
