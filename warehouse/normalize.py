@@ -167,14 +167,24 @@ def _extras(
             continue
         top = {k: v for k, v in obj.items() if k not in plan.top_keys}
         if top:
-            extra[i] = orjson.dumps(top).decode()
+            extra[i] = _json_text(top)
         data = obj.get("data")
         known = plan.data_keys.get(kind or "")
         if isinstance(data, dict) and known is not None:
             more = {k: v for k, v in data.items() if k not in known}
             if more:
-                data_extra[i] = orjson.dumps(more).decode()
+                data_extra[i] = _json_text(more)
     return pl.Series(extra, dtype=S), pl.Series(data_extra, dtype=S)
+
+
+def _json_text(fields: dict[str, Any]) -> str | None:
+    """Unknown fields as JSON text; None for fields nested deeper than orjson writes (255
+    levels; the decoders take ~1,000): that record's `extra` is left empty rather than the
+    day failing, and `raw_cdrs` holds its exact text."""
+    try:
+        return orjson.dumps(fields).decode()
+    except TypeError:  # orjson: "Recursion limit reached"
+        return None
 
 
 def _leaf(keys: tuple[str, ...]) -> str:

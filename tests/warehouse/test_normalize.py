@@ -210,3 +210,26 @@ def test_a_group_with_no_record_or_no_bad_record_lands_whole_and_a_bad_one_alone
             assert tables.quarantine["reason"].to_list() == ["started_at missing or unparseable"]
         for name, frame in tables.tables().items():
             assert frame.columns, name  # every table keeps its columns, rows or not
+
+
+def test_an_unknown_field_nested_hundreds_of_levels_deep_does_not_stop_the_day() -> None:
+    """A broken or hostile server nests an unknown field 300 and 900 levels deep (the decoders
+    take ~1,000; orjson writes 255): those records land, their `extra` empty, their exact text
+    in the raw records, and the record beside them lands as always. Before, the day failed
+    with orjson's "Recursion limit reached"."""
+    records = [orjson.dumps(_rec())]
+    for depth in (300, 900):
+        deep = b'{"x":' * depth + b'"4915112345678"' + b"}" * depth
+        rec = orjson.dumps(_rec(id=f"id-deep-{depth}", new_top="@", data={"sent": True, "d": "@"}))
+        records.append(rec.replace(b'"@"', deep))
+    raw = decode_page(encode_page(records, len(records), None))
+    assert raw["record"].to_list() == [r.decode() for r in records]
+    n = normalize(raw)
+    assert n.quarantine.height == 0
+    by_id = {r["id"]: r for r in n.cdrs.iter_rows(named=True)}
+    assert set(by_id) == {_rec()["id"], "id-deep-300", "id-deep-900"}
+    assert by_id["id-deep-300"]["extra"] is None
+    assert by_id["id-deep-900"]["extra"] is None
+    sms = {r["id"]: r for r in n.cdr_sms.iter_rows(named=True)}
+    assert sms["id-deep-900"]["extra"] is None
+    assert sms["id-deep-900"]["sent"] is True
