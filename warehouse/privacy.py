@@ -54,7 +54,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -687,9 +687,7 @@ class Pseudonymizer:
             retyped.append(True)
             return put(self.phone(value))
 
-        rec = _numbers_in(
-            rec, lambda v: put(self.phone(v)), _spec_tree(), dict.fromkeys(own, put_own)
-        )
+        rec = _numbers_in(rec, lambda v: put(self.phone(v)), _spec_tree(), own, put_own)
         return _ENCODE.encode(rec).decode(), any(erased), bool(retyped)
 
     # -- typed tables -----------------------------------------------------------------------
@@ -995,23 +993,46 @@ def _beside(end: dict[str, Any], token: str | None, place: str | None, code: int
     return out
 
 
-def _numbers_in(value: Any, replace: Any, spec: Any, own: Mapping[str, Any]) -> Any:
-    """`value` with each number in a field the spec does not name replaced (`_in_unknown`);
-    `spec` is what the spec says `value` is (`_spec_tree`), None for a field it does not name.
-    A value the spec names keeps its value (a tag, a queue's or a campaign's name, free text:
-    numbers in them are not the customer's, or not searched for), unless it is, whole, one
-    of the record's own customer's numbers (`own`: each one's replacer; a tag that is the
-    caller's number). A
-    value of another shape than the spec's object, list or value (`"from": "4915…"`, a list
-    where a text is named; the typed decode quarantines such a record) is read as one the spec
-    does not name."""
-    if isinstance(value, dict) and isinstance(spec, dict):
-        return {k: _numbers_in(v, replace, spec.get(k), own) for k, v in value.items()}
-    if isinstance(value, list) and isinstance(spec, list):
-        return [_numbers_in(v, replace, spec[0], own) for v in value]
-    if spec is True and not isinstance(value, dict | list):
-        return own[value](value) if isinstance(value, str) and value in own else value
-    return _in_unknown(value, replace)
+def _numbers_in(value: Any, replace: Any, spec: Any, own: Collection[str], replace_own: Any) -> Any:
+    """`value` (a decoded record, changed in place) with each number in a field the spec does
+    not name replaced by `replace`: every string that is a number (7 to 15 digits), every
+    integer that is a valid phone number with its calling code. `spec` is what the spec names
+    (`_spec_tree`). A value the spec names keeps its value (a tag, a queue's or a campaign's
+    name, free text: numbers in them are not the customer's, or not searched for), unless it
+    is, whole, one of the record's own customer's numbers (`own`, replaced by `replace_own`:
+    a tag that is the caller's number). A value of another shape than the spec's object, list
+    or value (`"from": "4915…"`, a list where a text is named; the typed decode quarantines
+    such a record) is read as one the spec does not name.
+
+    Walked with a stack, not by recursion: a field nested a few hundred levels deep (the
+    decoders take up to ~1,000) must not stop the day with a RecursionError."""
+    root = [value]
+    # (container, key in it, what the spec names there or None, inside an unnamed field)
+    stack: list[tuple[Any, Any, Any, bool]] = [(root, 0, spec, False)]
+    while stack:
+        parent, key, named, unknown = stack.pop()
+        item = parent[key]
+        if not unknown:
+            if isinstance(item, dict) and isinstance(named, dict):
+                stack.extend((item, k, named.get(k), False) for k in item)
+                continue
+            if isinstance(item, list) and isinstance(named, list):
+                stack.extend((item, i, named[0], False) for i in range(len(item)))
+                continue
+            if named is True and not isinstance(item, dict | list):
+                if isinstance(item, str) and item in own:
+                    parent[key] = replace_own(item)
+                continue
+        if isinstance(item, dict):
+            stack.extend((item, k, None, True) for k in item)
+        elif isinstance(item, list):
+            stack.extend((item, i, None, True) for i in range(len(item)))
+        elif isinstance(item, str):
+            if looks_like_number(item):
+                parent[key] = replace(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and _valid_number(str(item)):
+            parent[key] = replace(str(item))
+    return root[0]
 
 
 def _read_again(frame: pl.DataFrame, rows: list[int], text: pl.Series) -> pl.Series:
@@ -1046,20 +1067,6 @@ def _own_numbers(end: dict[str, Any]) -> set[str]:
         if isinstance(ident, str) and looks_like_number(ident):
             out.add(ident)
     return out
-
-
-def _in_unknown(value: Any, replace: Any) -> Any:
-    """In a field the spec does not name: every string that is a number (7 to 15 digits), and
-    every integer that is a valid phone number with its calling code, replaced."""
-    if isinstance(value, str):
-        return replace(value) if looks_like_number(value) else value
-    if isinstance(value, dict):
-        return {k: _in_unknown(v, replace) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_in_unknown(v, replace) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool):
-        return replace(str(value)) if _valid_number(str(value)) else value
-    return value
 
 
 def _valid_number(digits: str) -> bool:

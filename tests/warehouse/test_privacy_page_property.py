@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from models.tables import RAW_CDRS as RAW_SPEC
 from models.tables import landed
-from warehouse.decode import decode_page_counted, narrow, with_decoded
+from warehouse.decode import decode_page_counted, decode_page_typed, narrow, with_decoded
 from warehouse.normalize import normalize_decoded
 from warehouse.privacy import FORGOTTEN, PrivacyPolicy, Pseudonymizer
 
@@ -382,3 +382,20 @@ def test_the_customers_own_number_in_a_tag_is_replaced_in_the_record_and_in_cdrs
     assert first["cdr_calls"]["summary"].to_list() == [token]
     for name, table in first.items():
         assert caller not in table.write_ndjson(), name
+
+
+def test_a_number_nested_hundreds_of_levels_deep_is_replaced_without_stopping_the_day() -> None:
+    """A field the spec does not name, nested 900 levels deep around a number (the decoders
+    take ~1,000): the by-path rewrite walks it without recursion (it raised RecursionError
+    from ~500 levels, failing the whole day), the number becomes its token, and the record
+    beside it is rewritten as always."""
+    texts, _ = _page([_call("deep", data={"d": "@"}), _call("ok")])
+    deep = '{"x":' * 900 + '"4930999888777"' + "}" * 900
+    texts[0] = texts[0].replace('"@"', deep)
+    page = f'{{"cdrs":[{",".join(texts)}],"metadata":{{"total":2}}}}'.encode()
+    pz = Pseudonymizer(PrivacyPolicy("token", KEY))
+    out = pz.page(decode_page_typed(page))["record"].to_list()
+    assert "4930999888777" not in out[0]
+    assert out[0].count(f'"{pz.phone("4930999888777")}"') == 1
+    assert out[0].count('{"x":') == 900
+    assert json.loads(out[1]) == json.loads(pz.record(texts[1])[0] or "")
