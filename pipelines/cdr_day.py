@@ -291,8 +291,8 @@ class DayWriter:
         self._put(ready)
 
     def _put_raw(self, raw: pl.DataFrame, big: bool) -> None:
-        if self._raw is None:  # typed tables only (renormalizing a day from the lake)
-            return
+        # Only with a raw writer: `_ready` and `_write` make no raw columns without one.
+        assert self._raw is not None
         self._raw.write(raw)
         self._note(RAW_CDRS, raw)
         del raw
