@@ -194,7 +194,7 @@ def cmd_ingest(
     for account in chosen:
         try:
             with api_environ(env, key_vars):  # keys are passed by reference: EnvVar(...)
-                resolved = apis[account.id].process_config_and_initialize()
+                resolved = apis[account.id].read_env()
             wanted[account.id] = resolved.source_id  # validates the settings (HTTPS, ...)
             key_checks[account.id] = resolved.privacy().key_check
         except dg.Failure as exc:

@@ -146,6 +146,18 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             f"phone_numbers={self.phone_numbers!r}, pii_key=<redacted>)"
         )
 
+    def read_env(self) -> ContactCenterResource:
+        """This resource with its `EnvVar`s read, as a run's initialization reads them: for the
+        checks before any run. Not `process_config_and_initialize`, which builds an ephemeral
+        Dagster instance (in-memory SQLite and its migrations): ~0.8 s CPU of every ingest."""
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        for name, value in values.items():
+            if isinstance(value, dg.EnvVar):
+                values[name] = value.get_value()
+                if values[name] is None:
+                    raise config_failure(f"the variable {value.env_var_name} is not set")
+        return type(self)(**values)
+
     @property
     def key_by_value(self) -> bool:
         """The key was given as a value, not as an `EnvVar`: Dagster saves a resource's config

@@ -3,6 +3,7 @@
 from datetime import date
 
 import dagster as dg
+import pytest
 
 from pipelines.definitions import build_defs, defs, defs_from_env, resources_from_env
 from pipelines.resources import ContactCenterResource, WarehouseResource
@@ -101,6 +102,11 @@ def test_unset_env_is_no_source_and_set_env_uses_envvar(monkeypatch) -> None:
     assert resource.api_key == "k-123"
     assert not resource.uses_sandbox
     assert "k-123" not in repr(resource)
+    # `cdrhouse ingest` checks the settings read the same way, without Dagster's initialization.
+    read = unresolved.read_env()
+    for name in ContactCenterResource.model_fields:
+        assert getattr(read, name) == getattr(resource, name), name
+    assert not isinstance(read.api_key, dg.EnvVar)
     assert defs_from_env(os.environ).get_repository_def()
 
     monkeypatch.setenv("CC_API_BASE_URL", "Sandbox")
@@ -108,6 +114,16 @@ def test_unset_env_is_no_source_and_set_env_uses_envvar(monkeypatch) -> None:
     sandboxed = resources_from_env(os.environ, date(2026, 10, 1))[0].process_config_and_initialize()
     assert isinstance(sandboxed, ContactCenterResource)
     assert sandboxed.uses_sandbox
+
+
+def test_reading_an_unset_key_variable_is_a_one_line_failure_naming_it(monkeypatch) -> None:
+    monkeypatch.delenv("CC_KEY_GONE", raising=False)
+    unread = ContactCenterResource(
+        base_url="https://acme.example.com", api_key=dg.EnvVar("CC_KEY_GONE")
+    )
+    with pytest.raises(dg.Failure) as failure:
+        unread.read_env()
+    assert failure.value.description == "the variable CC_KEY_GONE is not set"
 
 
 def test_start_date_moves_the_first_partition(tmp_path) -> None:
