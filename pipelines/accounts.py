@@ -15,7 +15,7 @@ CLI exits 2 with it, the code location shows it instead of loading.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,10 @@ def _read(path: Path) -> list[Any]:
     if size > MAX_FILE_BYTES:
         raise SettingsError(f"{where}: over {MAX_FILE_BYTES} bytes, not an accounts file")
     try:
-        data = yaml.safe_load(text)
+        # A SafeLoader subclass: plain data only, as safe_load builds.
+        data = yaml.load(text, Loader=_unique_keys_loader())  # noqa: S506
+    except _DuplicateKey as exc:
+        raise SettingsError(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -128,6 +131,33 @@ def _read(path: Path) -> list[Any]:
     if not isinstance(entries, list) or not entries:
         raise SettingsError(f"{path}: `accounts:` must be a non-empty list")
     return entries
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys_loader() -> type[Any]:
+    """PyYAML's safe loader, refusing a key given twice in one mapping: `safe_load` keeps the
+    last silently, so a second `base_url:` pasted below the first would send the account's
+    key to another cluster than the one the reader of the file sees first."""
+    import yaml
+
+    class UniqueKeysLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<:` merges; a key set next to it overrides, as YAML says
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, Hashable) and key in seen:
+                    line = key_node.start_mark.line + 1
+                    raise _DuplicateKey(f"line {line}: the key {key!r} is given twice")
+                if isinstance(key, Hashable):
+                    seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeysLoader
 
 
 def _account(

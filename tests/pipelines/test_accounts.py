@@ -132,10 +132,30 @@ def test_a_key_pasted_into_the_file_is_never_echoed(tmp_path: Path) -> None:
         ("accounts: []\n", "non-empty list"),
         ("accounts:\n  - emea\n", "accounts[0]: expected a mapping"),
         ("accounts: !!python/object/apply:os.system ['true']\n", "not valid YAML"),
+        # safe_load keeps the last of two equal keys, silently: the account's key would go to
+        # the second URL while a reader of the file sees the first.
+        (
+            "accounts:\n  - id: emea\n    base_url: sandbox\n"
+            "    base_url: https://other.example.com\n",
+            "accounts.yaml': line 4: the key 'base_url' is given twice",
+        ),
+        ("accounts:\n  - id: emea\naccounts:\n  - id: apac\n", "line 3: the key 'accounts'"),
     ],
 )
 def test_a_malformed_file_is_one_line(tmp_path: Path, text: str, needle: str) -> None:
     assert needle in _error(_file(tmp_path, text))
+
+
+def test_an_anchor_merged_into_entries_is_not_a_key_given_twice(tmp_path: Path) -> None:
+    shared = (
+        "accounts:\n"
+        "  - &lab {id: lab_1, base_url: sandbox, timezone: Europe/Berlin}\n"
+        "  - <<: *lab\n"
+        "    id: lab_2\n"
+    )
+    first, second = accounts_from_env(_file(tmp_path, shared))
+    assert (first.id, second.id) == ("lab_1", "lab_2")
+    assert second.timezone == "Europe/Berlin"
 
 
 def test_an_unreadable_file_and_a_second_source_are_refused(tmp_path: Path) -> None:
