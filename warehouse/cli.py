@@ -489,10 +489,15 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
     import duckdb
 
     from warehouse.analyst import report_path
-    from warehouse.report import missing_lines, report_accounts, write_report
+    from warehouse.report import missing_lines, report_accounts, report_target, write_report
     from warehouse.stores import UnreadablePartitions
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
+    try:
+        report_target(out)
+    except ValueError as exc:
+        print(f"cdrhouse report: error: {exc}", file=sys.stderr)
+        return 2
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)

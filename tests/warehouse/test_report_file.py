@@ -3,13 +3,17 @@ with thousands separators and 2 decimals, from the exact Decimal."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import os
+import stat
 import threading
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from warehouse.cli import add_report_arguments, run_report
 from warehouse.report import write_report
 from warehouse.report.data import money, written
 
@@ -80,3 +84,45 @@ def test_one_balance_snapshot_is_a_figure_several_are_a_line(small: SmallWarehou
     (figure,) = [c for c in single.charts if c.chart.key == "balance"]
     assert figure.spec is None
     assert figure.figure == f"EUR {Decimal(small.balances[0]):,.2f} on {START}"
+
+
+def test_a_report_written_over_a_fifo_or_a_directory_is_refused_before_any_work(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    fifo, folder = tmp_path / "pipe", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    end = START + dt.timedelta(days=DAYS)
+    for out in (fifo, folder):
+        with pytest.raises(ValueError, match="exists and is not a regular file"):
+            write_report(small.data_dir, START, end, out)
+    # The atomic rename would have put a file there (as root, over /dev/full).
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert folder.is_dir()
+    assert not list(folder.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe"]  # no temp file
+
+
+def test_a_report_written_to_a_symlink_goes_to_its_target_and_the_link_stays(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    target, link = tmp_path / "shared" / "report.html", tmp_path / "latest.html"
+    target.parent.mkdir()
+    link.symlink_to(target)
+    write_report(small.data_dir, START, START + dt.timedelta(days=DAYS), link)
+    assert link.is_symlink()
+    assert target.read_text(encoding="utf-8").rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize("out", ["", ".", "..", "{tmp}"])
+def test_the_report_command_refuses_an_out_that_is_no_file_with_exit_2(
+    small: SmallWarehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    args = parser.parse_args(["--days", "3", "--out", out.format(tmp=tmp_path)])
+    assert run_report(args, small.data_dir) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse report: error: --out "), err
+    assert err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())

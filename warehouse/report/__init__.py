@@ -25,7 +25,7 @@ query and reshape, in page order), `drawings.py` (the altair charts), `page.py` 
 `build.py` (query, draw, write).
 """
 
-from warehouse.report.build import build_report, report_accounts, write_report
+from warehouse.report.build import build_report, report_accounts, report_target, write_report
 from warehouse.report.charts import CHARTS
 from warehouse.report.data import Chart, ChartResult, Headline, QueueTable, Report, Tile
 from warehouse.report.page import javascript_bundle, missing_lines, render_html
@@ -43,5 +43,6 @@ __all__ = [
     "missing_lines",
     "render_html",
     "report_accounts",
+    "report_target",
     "write_report",
 ]

@@ -187,6 +187,19 @@ def _spec(chart: Chart, rows: list[Row], unit: str) -> dict[str, Any]:
     return spec
 
 
+def report_target(out: Path) -> Path:
+    """The file a report is written to for `out`, checked before any work: a symlink's target
+    (the link stays a link), or `out` itself. ValueError for a path that names no file, or
+    that exists and is not a regular file: the atomic rename would put a file where a
+    directory, a device or a FIFO was (as root, over /dev/full)."""
+    if not out.name or out.name in {".", ".."}:
+        raise ValueError(f"--out {str(out)!r} names no file; give a path such as report.html")
+    target = out.resolve() if out.is_symlink() else out
+    if target.exists() and not target.is_file():
+        raise ValueError(f"--out {out} exists and is not a regular file; give a file path")
+    return target
+
+
 def write_report(
     data_dir: Path,
     start: date,
@@ -209,8 +222,8 @@ def write_report(
         finally:
             con.close()
 
+    out = report_target(Path(out))
     report = read_whole(read, lambda: warehouse_lake(data_dir))
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two runs writing the same report never share (and mix) one file.
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
