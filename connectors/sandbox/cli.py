@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import socket
 import sys
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
@@ -31,7 +33,7 @@ def _fault_value(name: str) -> Callable[[str], object]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=port_number, default=8765, help="1-65535 (default 8765)")
     config = SandboxConfig.model_fields  # the defaults are the config's, written once
     parser.add_argument("--seed", type=int, default=config["seed"].default)
     parser.add_argument(
@@ -70,6 +72,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="fault_paths",
         help=f"{paths} (repeatable)",
     )
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 1-65535: uvicorn took 99999 (and served on another port than printed)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected 1-65535") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: expected 1-65535")
+    return port
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is printed: a port in use is one line and
+    exit 2, not a URL printed as if served, then uvicorn's error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=2048)
 
 
 def scoped_key(text: str) -> tuple[str, frozenset[str]]:
@@ -115,9 +135,20 @@ def run(args: argparse.Namespace) -> int:
         for error in exc.errors():
             print(f"cdrhouse sandbox: {error['loc'][0]}: {error['msg']}", file=sys.stderr)
         return 2
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print(
+            f"cdrhouse sandbox: error: cannot listen on {args.host}:{args.port}: {reason}; "
+            "pick another --port (or --host)",
+            file=sys.stderr,
+        )
+        return 2
     sandbox = Sandbox(config)
     key = next(iter(config.api_keys))
-    print(f"cdrhouse sandbox: http://{args.host}:{args.port}/api/v4", flush=True)
+    host = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address
+    print(f"cdrhouse sandbox: http://{host}:{args.port}/api/v4", flush=True)
     print(f"  API key (Bearer): {key}", flush=True)
     for scoped, scopes in args.key:
         print(f"  scoped key: {scoped} ({', '.join(sorted(scopes))})", flush=True)
@@ -126,7 +157,9 @@ def run(args: argparse.Namespace) -> int:
         f"cdrs_per_day={config.cdrs_per_day}",
         flush=True,
     )
-    uvicorn.run(sandbox.app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    server = uvicorn.Server(uvicorn.Config(sandbox.app, log_level="warning", access_log=False))
+    with sock, contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends it, as uvicorn.run does
+        server.run(sockets=[sock])
     return 0
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import signal
+import socket
+import subprocess
 import sys
 
 import httpx
+import pytest
 
+from connectors.sandbox.cli import add_arguments
 from tests.connectors.sandbox.conftest import make_sandbox
 from tests.support.ports import free_port
 from tests.support.processes import served_process
@@ -42,3 +48,32 @@ def test_cli_serves_on_a_port_and_prints_url_and_key() -> None:
         assert response.status_code == 200
         assert len(response.json()["cdrs"]) == 2
         assert httpx.get(url, headers={"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_with_nothing_printed_as_served() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        cmd = [sys.executable, "-m", "connectors.sandbox.serve", "--port", str(port)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done
+    assert done.stdout == ""  # no URL printed as if it were served
+    assert done.stderr.startswith(f"cdrhouse sandbox: error: cannot listen on 127.0.0.1:{port}")
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("port", ["0", "-1", "65536", "99999", "http"])
+def test_a_port_out_of_range_is_a_usage_error(port: str) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as usage:
+        parser.parse_args(["--port", port])
+    assert usage.value.code == 2
+
+
+def test_ctrl_c_stops_the_served_sandbox_with_exit_0() -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "connectors.sandbox.serve", "--port", str(port), "--days", "1"]
+    url = f"http://127.0.0.1:{port}/api/v4/reporting/cdrs?limit=1"
+    with served_process(cmd, url) as proc:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
