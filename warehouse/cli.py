@@ -398,23 +398,30 @@ def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, y
         )
         return 2
     target = lake.account(account) if account else lake
-    what = f"account {account}'s files" if account and account != DEFAULT_ACCOUNT else "every file"
+    what = f"account {account}'s files" if account and account != DEFAULT_ACCOUNT else "the files"
     source = target.source_shown()
     if not yes:
         print(
             f"cdrhouse lake reset: this deletes {what} of the lake at {target.uri} "
             f"(source: {source or 'none'}) and {views}, keeping {PRIVACY_DIR}/ (the "
-            "forget-list and the tokens' key check); re-run with --yes to do it",
+            "forget-list and the tokens' key check) and any file cdrhouse did not write; "
+            "re-run with --yes to do it",
             file=sys.stderr,
         )
         return 2
-    removed = target.reset()
+    done = target.reset()
     # The views scan each account's files: rebuilt from what is left when next needed.
     views.unlink(missing_ok=True)
     print(
-        f"cdrhouse lake reset: deleted {removed} file(s) from {target.uri} (source was {source}); "
-        f"kept {PRIVACY_DIR}/"
+        f"cdrhouse lake reset: deleted {done.removed} file(s) from {target.uri} (source was "
+        f"{source}); kept {PRIVACY_DIR}/"
     )
+    if done.others:
+        shown = ", ".join(done.others[:3]) + (", ..." if len(done.others) > 3 else "")
+        print(
+            f"cdrhouse lake reset: kept {len(done.others)} file(s) under it that cdrhouse did "
+            f"not write ({shown}): is CDRHOUSE_LAKE_URI the lake's own folder?"
+        )
     return 0
 
 

@@ -36,9 +36,10 @@ directory is never a table (its partitions are one level deeper than every root 
 `Lake.accounts()` lists the accounts that hold data; the warehouse views read them all, with
 `account_id` from the path (`warehouse.viewsql`).
 
-`reset()` of the root deletes every file under it: the sub-lakes of every account too (that is
-what `cdrhouse lake reset --yes` does). `reset()` of a sub-lake deletes that account's files
-only; a per-account `cdrhouse lake reset --account ID` is not wired yet.
+`reset()` of the root deletes the lake's files under it (`lake_file`: partitions, rejected
+days, temp files, source markers), the sub-lakes of every account too: `cdrhouse lake reset
+--yes`. `reset()` of a sub-lake deletes that account's only (`--account ID`). A file of anything
+else under the root stays.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from models.timestamps import iso_ms
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
     PART_FILE,
+    TMP_DIR,
     LocalStore,
     ObjectStore,
     Store,
@@ -112,6 +114,31 @@ COMPRESSION = "zstd"
 # row group, which frees the Parquet writer's buffers (see PartitionWriter.write).
 RELEASE_AFTER_BYTES = 16 * 2**20
 STALE_TMP_SECONDS = 6 * 3600
+
+
+# The files a lake writes (relative to its root): a partition or a rejected day, its source
+# marker, a writer's temp file; at the root, the same inside an account's sub-lake.
+_LAKE_FILE = (
+    rf"(?:{re.escape(MARKER_FILE)}|{TMP_DIR}/.+"
+    rf"|(?:{REJECTED_DIR}/)?[a-z0-9_]+/[a-z0-9_]+=[^/]+/{re.escape(PART_FILE)})"
+)
+_ROOT_FILE = re.compile(rf"(?:{re.escape(ACCOUNT_DIR_PREFIX)}[a-z0-9_]{{1,63}}/)?{_LAKE_FILE}")
+_SUB_LAKE_FILE = re.compile(_LAKE_FILE)
+
+
+def lake_file(rel: str, *, accounts: bool = True) -> bool:
+    """Whether `rel` (a path under a lake's root, with `/`) is a file the lake writes: what a
+    reset deletes. `accounts`: the root's, whose account sub-lakes are its own too."""
+    return (_ROOT_FILE if accounts else _SUB_LAKE_FILE).fullmatch(rel) is not None
+
+
+@dataclass(frozen=True)
+class LakeReset:
+    """What `Lake.reset` did: the files deleted, and the paths of the files under the root
+    that are not the lake's (kept, not deleted); the privacy records are not listed."""
+
+    removed: int
+    others: list[str]
 
 
 class LakeSourceConflict(Exception):
@@ -865,16 +892,21 @@ class Lake:
     def delete_partition(self, table: str, key: str, *, rejected: bool = False) -> bool:
         return self.store.delete(self._rel(table, key, rejected=rejected))
 
-    def reset(self) -> int:
-        """Delete every file of the lake, its source marker included; returns how many. Of
-        the root: every account's sub-lake too. Of a sub-lake: that account's files only.
+    def reset(self) -> LakeReset:
+        """Delete the files of the lake, its source marker included. Of the root: every
+        account's sub-lake too. Of a sub-lake: that account's files only.
 
-        The forget-list stays (`_privacy/`, tokens only): an erasure outlives a reset, or a
-        re-ingest of the same calls would bring the erased person back. So does the record of
-        the key its tokens are made with (KEY_MARKER_FILE): under another key they would not
-        match."""
+        Only what the lake writes goes (`lake_file`): a file of anything else under the same
+        root (a lake URI set one folder too high, a bucket shared with other data) stays, and
+        is named in the result. The forget-list stays (`_privacy/`, tokens only): an erasure
+        outlives a reset, or a re-ingest of the same calls would bring the erased person back.
+        So does the record of the key its tokens are made with (KEY_MARKER_FILE): under
+        another key they would not match."""
         self._source = None
-        return self.store.remove_all(keep=PRIVACY_DIR)
+        accounts = not self.is_sub_lake
+        removed, left = self.store.remove_where(lambda rel: lake_file(rel, accounts=accounts))
+        others = [r for r in left if PRIVACY_DIR not in r.split("/")]
+        return LakeReset(removed, others)
 
     def cleanup_tmp(self, older_than_s: float = STALE_TMP_SECONDS) -> int:
         """Delete temp files left by killed writers (old enough not to be in use)."""

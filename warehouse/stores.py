@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -371,23 +371,27 @@ class LocalStore:
             path.parent.rmdir()
         return True
 
-    def remove_all(self, keep: str | None = None) -> int:
-        """Delete every file (and folder) under the root but those under a folder named
-        `keep`, at any depth; returns how many files went."""
+    def remove_where(self, owned: Callable[[str], bool]) -> tuple[int, list[str]]:
+        """Delete the files whose path (relative, with `/`) `owned` accepts, then every empty
+        folder; returns how many files went and the paths of the files left."""
         if not self.root.is_dir():
-            return 0
-        removed = 0
-        for path in sorted(self.root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-            if keep is not None and keep in path.relative_to(self.root).parts:
-                continue
+            return 0, []
+        removed, left, folders = 0, [], []
+        for path in sorted(self.root.rglob("*")):
             if path.is_dir() and not path.is_symlink():
-                with contextlib.suppress(OSError):  # not empty: it holds a kept file
-                    path.rmdir()
-            else:
-                # A run's temp file may go between the walk and here: not a failed reset.
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+                folders.append(path)
+                continue
+            rel = path.relative_to(self.root).as_posix()
+            if not owned(rel):
+                left.append(rel)
+                continue
+            # A run's temp file may go between the walk and here: not a failed reset.
+            path.unlink(missing_ok=True)
+            removed += 1
+        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):  # not empty: it holds a file left
+                folder.rmdir()
+        return removed, left
 
 
 class ObjectStore:
@@ -582,17 +586,17 @@ class ObjectStore:
         self.fs.rm_file(self._p(rel))
         return True
 
-    def remove_all(self, keep: str | None = None) -> int:
+    def remove_where(self, owned: Callable[[str], bool]) -> tuple[int, list[str]]:
         try:
             files = self.fs.find(self.path)
         except FileNotFoundError:
-            return 0
-        if keep is not None:
-            root = self.path.rstrip("/")
-            files = [f for f in files if keep not in f[len(root) :].split("/")]
-        if files:
-            self.fs.rm(files)
-        return len(files)
+            return 0, []
+        root = self.path.rstrip("/") + "/"
+        rels = sorted(f[len(root) :] for f in files if f.startswith(root))
+        gone = [r for r in rels if owned(r)]
+        if gone:
+            self.fs.rm([root + r for r in gone])
+        return len(gone), [r for r in rels if not owned(r)]
 
 
 Store = LocalStore | ObjectStore

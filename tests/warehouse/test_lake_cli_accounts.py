@@ -18,7 +18,7 @@ from pipelines.cli import main
 from tests.support.lake import lake_files
 from tests.warehouse.conftest import write_day
 from warehouse.duck import WAREHOUSE_FILE, build_warehouse, write_aggregates
-from warehouse.lake import DEFAULT_ACCOUNT, Lake, partition_key
+from warehouse.lake import DEFAULT_ACCOUNT, Lake, lake_file, partition_key
 
 DAY = dt.date(2026, 11, 20)
 SEEDS = {DEFAULT_ACCOUNT: 21, "emea": 22, "apac": 23}
@@ -164,6 +164,8 @@ def test_one_account_reset_on_an_object_store_lake(
             write_day(sub, Dataset(seed=seed, start_date=DAY, days=1, cdrs_per_day=20), DAY)
         lake.account("apac").forget(["ef" * 32])
         client = s3.client()
+        # Another tool's object under the account's prefix: not the lake's, it stays.
+        client.put_object(Bucket=bucket, Key="lake/account_id=apac/handover.txt", Body=b"x")
 
         def objects() -> dict[str, bytes]:
             return {
@@ -180,9 +182,79 @@ def test_one_account_reset_on_an_object_store_lake(
         assert main(["lake", "reset", "--account", "apac", "--yes"], env=env) == 0
         capsys.readouterr()
         after = objects()
-        kept = "lake/account_id=apac/_privacy/forgotten_tokens.txt"
+        kept = ["lake/account_id=apac/_privacy/forgotten_tokens.txt"]
+        kept.append("lake/account_id=apac/handover.txt")
         assert after == {
             k: v for k, v in before.items() if not k.startswith("lake/account_id=apac/")
-        } | {kept: before[kept]}
+        } | {k: before[k] for k in kept}
         assert Lake(lake.uri).accounts() == ["emea"]
         assert Lake(lake.uri).account("apac").forgotten() == {"ef" * 32}
+
+
+# Files under a lake's root that cdrhouse never writes: a reset leaves each byte of them.
+FOREIGN = {
+    "notes.txt": b"the team's notes",
+    "other_tool/export.csv": b"a,b\n1,2\n",
+    "cdrs/README.md": b"a file inside a table's folder, not a partition",
+    "cdrs/date=2026-11-20/part-0.parquet.bak": b"a copy made by hand",
+    "account_id=emea/handover.txt": b"inside an account's sub-lake",
+    "account_id=Bad/cdrs/date=2026-11-20/part-0.parquet": b"no account: a bad id",
+    "older/cdrs/date=2026-11-20/part-0.parquet": b"another lake, one level down",
+}
+
+
+@pytest.mark.parametrize("account", ["emea", None], ids=["one-account", "whole-lake"])
+def test_a_reset_deletes_only_what_the_lake_wrote(
+    account: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lake URI set one folder too high, or a bucket prefix shared with other data: a reset
+    deleted every file under it. It deletes the lake's own files and names the others."""
+    lake = _lake(tmp_path)
+    root = tmp_path / "lake"
+    for rel, data in FOREIGN.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    theirs = {rel for rel in FOREIGN if account is None or rel.startswith(f"account_id={account}/")}
+    argv = ["lake", "reset", "--yes"] + (["--account", account] if account else [])
+    before = lake_files(tmp_path)
+
+    assert main(argv, env=_env(tmp_path)) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    after = lake_files(tmp_path)
+    assert {rel: after[rel] for rel in FOREIGN} == FOREIGN  # every foreign byte is there
+    assert f"kept {len(theirs)} file(s) under it that cdrhouse did not write" in out[-1]
+    lake_owned = set(before) - set(FOREIGN)
+    gone = lake_owned - set(after)
+    prefix = f"account_id={account}/" if account else ""
+    assert gone == {r for r in lake_owned if r.startswith(prefix) and "_privacy" not in r}
+    assert Lake(lake.uri).accounts() == ([] if account is None else [DEFAULT_ACCOUNT, "apac"])
+
+
+@pytest.mark.parametrize(
+    ("rel", "owned"),
+    [
+        ("_cdrhouse_lake.json", True),
+        ("cdrs/date=2026-11-20/part-0.parquet", True),
+        ("agg_daily_volume/date=2026-11-20/part-0.parquet", True),
+        ("users/snapshot_date=2026-11-20/part-0.parquet", True),
+        ("_rejected/cdrs/date=2026-11-20/part-0.parquet", True),
+        ("_tmp/cdrs.date=2026-11-20.0a1b.parquet", True),
+        ("_tmp/agg-copy/cdrs/date=2026-11-20/part-0.parquet", True),
+        ("account_id=emea/cdrs/date=2026-11-20/part-0.parquet", True),
+        ("account_id=emea/_cdrhouse_lake.json", True),
+        ("_privacy/forgotten_tokens.txt", False),
+        ("account_id=emea/_privacy/pii_key.json", False),
+        ("account_id=Emea/cdrs/date=2026-11-20/part-0.parquet", False),
+        ("account_id=emea/account_id=x/cdrs/date=2026-11-20/part-0.parquet", False),
+        ("cdrs/date=2026-11-20/part-1.parquet", False),
+        ("cdrs/part-0.parquet", False),
+        ("a/b/cdrs/date=2026-11-20/part-0.parquet", False),
+        ("Cdrs/date=2026-11-20/part-0.parquet", False),
+        ("notes.txt", False),
+    ],
+)
+def test_which_files_are_the_lakes(rel: str, owned: bool) -> None:
+    assert lake_file(rel) is owned
+    # A sub-lake has no account folders of its own.
+    assert lake_file(rel, accounts=False) is (owned and not rel.startswith("account_id="))
