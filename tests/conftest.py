@@ -1,7 +1,7 @@
 """Suite-wide: how `make test` spreads modules over the two CI cores (pytest-xdist).
 
-Each module runs whole on one worker (its module-scoped fixtures are built once), except that
-the modules driving the one shared `dagster dev` run on the same worker, so it starts once.
+Each module runs whole on one worker, so its module-scoped fixtures (a `dagster dev`, a
+served sandbox) are built once.
 """
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ import pytest
 from tests.reliability.conftest import LEDGER_KEY, Ledger, summary_line
 from tests.support.clock import SessionClock
 
-# Modules that share one `dagster dev` (tests/pipelines/_dagster_dev.shared_dagster_dev).
-SHARED_DAGSTER_DEV = ("test_ui_browser", "test_graphql_backfill")
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
-        group = "shared_dagster_dev" if module in SHARED_DAGSTER_DEV else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")

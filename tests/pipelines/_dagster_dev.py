@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML, REPO_ROOT
 from tests.support.ports import free_port
 from tests.support.privacy import with_raw_numbers
@@ -296,29 +294,3 @@ def run_dagster_dev(
         yield dev
     finally:
         _stop(proc)
-
-
-_SHARED = pytest.StashKey[DagsterDev]()
-
-
-def shared_dagster_dev(
-    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
-) -> DagsterDev:
-    """One `dagster dev` for the whole session, stopped when pytest finishes, its partitions
-    starting `DAYS` days before the session's today.
-
-    Starting and stopping one costs ~30-50 s on 2 cores, so the UI and the GraphQL test modules
-    share it (a fixture imported into two modules would be two fixtures, hence the stash).
-    """
-    dev = config.stash.get(_SHARED, None)
-    if dev is None:
-        stack = contextlib.ExitStack()
-        dev = stack.enter_context(
-            run_dagster_dev(
-                tmp_path_factory.mktemp("dagster_dev"),
-                extra_env=small_env(clock.days_ago(DAYS)),
-            )
-        )
-        config.add_cleanup(stack.close)
-        config.stash[_SHARED] = dev
-    return dev

@@ -1,4 +1,5 @@
-"""The Dagster UI in a real browser: the asset graph, and a backfill launched by clicking.
+"""The Dagster UI in a real browser: the asset graph, and a backfill launched by clicking; and
+against the same `dagster dev`, an automation user's backfill over GraphQL, without a browser.
 
 `dagster dev` (webserver + daemon) runs on loopback against the in-process sandbox, with the
 repository's `dagster.yaml` in a temporary `DAGSTER_HOME`.
@@ -22,7 +23,14 @@ from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 from models.tables import TABLES
 from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
 from pipelines.names import CDR_GROUP, REPORT_GROUP, SNAPSHOT_GROUP
-from tests.pipelines._dagster_dev import ARTIFACTS_DIR, DagsterDev, shared_dagster_dev
+from tests.pipelines._dagster_dev import (
+    ARTIFACTS_DIR,
+    DAYS,
+    LAUNCH_BACKFILL,
+    DagsterDev,
+    run_dagster_dev,
+    small_env,
+)
 from tests.support.browser import (
     CHROMIUM,
     UI_TIMEOUT_MS,
@@ -35,9 +43,9 @@ from tests.support.clock import SessionClock
 from tests.support.keys import AGG_ASSETS, CDR_ASSETS, REPORT_ASSETS, SNAPSHOT_ASSETS
 from tests.support.screenshots import measure, page_region
 
-# Past the default 300 s: the shared `dagster dev` may start in a test's setup, and a backfill
+# Past the default 300 s: the module's `dagster dev` starts in a test's setup, and a backfill
 # waits for its runs (deadlines only: the waits end when the state is reached).
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
+pytestmark = pytest.mark.timeout(1500)
 
 # Tall enough that the whole CDR group and the sidebar tree render (both are virtualized).
 VIEWPORT: ViewportSize = {"width": 1800, "height": 1400}
@@ -60,15 +68,19 @@ ASSET_GROUPS_QUERY = "{ assetNodes { assetKey { path } groupName } }"
 
 @pytest.fixture(scope="module")
 def dagster_dev(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
-) -> DagsterDev:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
-    return shared_dagster_dev(pytestconfig, tmp_path_factory, clock)
+    tmp_path_factory: pytest.TempPathFactory, clock: SessionClock
+) -> Iterator[DagsterDev]:
+    """One `dagster dev` for the module (starting one costs ~30-50 s on 2 cores), stopped
+    after its last test; its partitions start `DAYS` days before the session's today."""
+    workdir = tmp_path_factory.mktemp("dagster_dev")
+    with run_dagster_dev(workdir, extra_env=small_env(clock.days_ago(DAYS))) as dev:
+        yield dev
 
 
 @pytest.fixture(scope="module")
 def browser(dagster_dev: DagsterDev) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
     with chromium() as launched:
         yield launched
 
@@ -165,6 +177,7 @@ def show_cdr_group(page: Page, dev: DagsterDev) -> None:
         assert graph_scale(page) < scale, "zoom_out did not zoom out"
 
 
+@pytest.mark.browser
 def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
     dagster_dev: DagsterDev, page: Page
 ) -> None:
@@ -209,6 +222,7 @@ def test_asset_graph_shows_cdr_normalization_and_snapshot_assets(
         assert name in graph_node(page, name)
 
 
+@pytest.mark.browser
 def test_backfill_launched_from_ui_materializes_and_checks(
     dagster_dev: DagsterDev, browser: Browser, page: Page
 ) -> None:
@@ -279,6 +293,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     assert image.colours[0] >= 8, image.colours
 
 
+@pytest.mark.browser
 def test_cdrs_asset_page_lists_its_described_columns(dagster_dev: DagsterDev, page: Page) -> None:
     # The catalog metadata (dagster/column_schema) shows as the Columns table of the overview.
     open_ui(page, f"{dagster_dev.url}/assets/cdrs")
@@ -303,3 +318,30 @@ def test_cdrs_asset_page_lists_its_described_columns(dagster_dev: DagsterDev, pa
 
     ARTIFACTS_DIR.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS_DIR / "ui_cdrs_columns.png"), full_page=True)
+
+
+def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDev) -> None:
+    """No browser: how a script or another scheduler drives cdrhouse. The daemon picks the
+    backfill up and runs one run per partition; the test polls until it is done."""
+    # The newest two days of raw CDRs, as a nightly catch-up script would ask for them.
+    partitions = list(dagster_dev.partition_keys(RAW_CDRS)[-2:])
+    result = dagster_dev.graphql(
+        LAUNCH_BACKFILL,
+        {
+            "params": {
+                "assetSelection": [{"path": [RAW_CDRS]}],
+                "partitionNames": partitions,
+                "title": "graphql test backfill",
+                "tags": [{"key": "cdrhouse/launched_by", "value": "test_graphql_backfill"}],
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert result["__typename"] == "LaunchBackfillSuccess", result
+
+    status = dagster_dev.wait_for_backfill(result["backfillId"])
+
+    assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
+    raw = dagster_dev.asset_status(RAW_CDRS)
+    assert raw.materialized >= set(partitions)
+    # The blocking row-count check ran with the materialization and passed.
+    assert raw.checks == {ROW_COUNT_CHECK: "SUCCEEDED"}
