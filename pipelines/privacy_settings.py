@@ -86,12 +86,17 @@ def sms_bodies_from_env(env: Mapping[str, str]) -> SmsBodies:
 
 
 def privacy_problem(
-    phone_numbers: str | None, key: str | None, key_var: str, *, sandbox: bool = False
+    phone_numbers: str | None,
+    key: str | None,
+    key_var: str,
+    *,
+    sandbox: bool = False,
+    api_key_var: str | None = None,
 ) -> str | None:
     """Why nothing may be ingested with this choice and key (one line naming the variables,
     never the key), or None. `sandbox`: the source is the bundled sandbox, the only one the
     demo key may key (it is public: a real caller's token under it is reversed by keying
-    every number)."""
+    every number). `api_key_var`: the variable of the API key, when the key is that secret."""
     if phone_numbers is None:
         if key:
             return (
@@ -119,6 +124,12 @@ def privacy_problem(
             f"of real callers under it can be reversed; set {key_var} to a secret of your own "
             "(the demo key keys only the bundled sandbox, CC_API_BASE_URL=sandbox)"
         )
+    if api_key_var is not None and not sandbox:
+        same = "is also" if api_key_var == key_var else f"holds the same secret as {api_key_var},"
+        return (
+            f"{key_var} {same} the API key's variable: whoever holds the API key could make "
+            f"every token and reverse it; the tokens' key must be a secret of its own"
+        )
     return None
 
 
@@ -129,9 +140,10 @@ def privacy_policy(
     sms_bodies: str,
     *,
     sandbox: bool = False,
+    api_key_var: str | None = None,
 ) -> PrivacyPolicy:
     """The policy of a run; `PrivacySettingsError` (`privacy_problem`) when nothing may land."""
-    problem = privacy_problem(phone_numbers, key, key_var, sandbox=sandbox)
+    problem = privacy_problem(phone_numbers, key, key_var, sandbox=sandbox, api_key_var=api_key_var)
     if problem is not None:
         raise PrivacySettingsError(problem)
     bodies: SmsBodies = "keep" if sms_bodies == "keep" else "drop"

@@ -14,6 +14,7 @@ pass values in, so a test can build them directly.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator, Mapping
@@ -203,6 +204,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
                 self.pii_key_env,
                 self.sms_bodies,
                 sandbox=self.uses_sandbox,
+                api_key_var=self._api_key_var_if_same(),
             )
         except PrivacySettingsError as exc:
             raise config_failure(self._for_account_privacy(str(exc))) from None
@@ -210,10 +212,23 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def check_privacy(self) -> None:
         """`privacy()`'s failure, if any, without building the policy."""
         problem = privacy_problem(
-            self.phone_numbers, self.pii_key, self.pii_key_env, sandbox=self.uses_sandbox
+            self.phone_numbers,
+            self.pii_key,
+            self.pii_key_env,
+            sandbox=self.uses_sandbox,
+            api_key_var=self._api_key_var_if_same(),
         )
         if problem is not None:
             raise config_failure(self._for_account_privacy(problem))
+
+    def _api_key_var_if_same(self) -> str | None:
+        """The API key's variable when the tokens' key is the same secret (as a run reads
+        them: the same variable, or two holding one value), else None."""
+        api, pii = self.api_key, self.pii_key
+        if not api or not pii:
+            return None
+        same = hmac.compare_digest(api.strip().encode(), pii.strip().encode())
+        return (self.api_key_env or "CC_API_KEY") if same else None
 
     def _for_account_privacy(self, message: str) -> str:
         if self.account_id == DEFAULT_ACCOUNT:

@@ -32,7 +32,7 @@ from pipelines.accounts import accounts_from_env
 from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB, defs_from_env
 from pipelines.kpi_settings import SettingsError
 from pipelines.partitions import partition_window
-from pipelines.resources import SOURCE_NOT_CONFIGURED
+from pipelines.resources import SOURCE_NOT_CONFIGURED, ContactCenterResource
 from tests.support.cli import (
     assert_one_line_setup_error,
     clean_env,
@@ -72,6 +72,12 @@ REFUSED = {
     "key-without-choice": ({NUMBERS: "", KEY_VAR: KEY}, (NUMBERS, KEY_VAR), KEY),
     "short-key": ({NUMBERS: "token", KEY_VAR: "a-key-of-15-byt"}, (KEY_VAR, "16 bytes"), "15-byt"),
     "bad-choice": ({NUMBERS: SECRETISH, KEY_VAR: KEY}, (NUMBERS, "`token`", "`raw`"), SECRETISH),
+    # The API key as the tokens' key: whoever holds the API key could make every token.
+    "the-api-key": (
+        {NUMBERS: "token", KEY_VAR: f"{DEFAULT_API_KEY}\n"},
+        (KEY_VAR, "the same secret as CC_API_KEY"),
+        DEFAULT_API_KEY,
+    ),
     "bad-sms-bodies": (
         {NUMBERS: "raw", BODIES: SECRETISH},
         (BODIES, "`drop`", "`keep`"),
@@ -282,6 +288,34 @@ def test_each_account_keys_its_tokens_with_its_own_variable_by_reference(tmp_pat
         assert isinstance(pii_key, dg.EnvVar), resource_key
         assert pii_key.env_var_name == variable
         assert resources[resource_key].phone_numbers == "token"
+
+
+def test_an_accounts_tokens_key_variable_that_is_its_api_keys_is_refused() -> None:
+    # As a run reads them: `pii_key_env` naming the variable of the account's API key.
+    same = ContactCenterResource(
+        base_url="https://emea.cc.example.com",
+        api_key=KEY,
+        api_key_env="CC_KEY_EMEA",
+        account_id="emea",
+        phone_numbers="token",
+        pii_key=KEY,
+        pii_key_env="CC_KEY_EMEA",
+    )
+    with pytest.raises(dg.Failure) as refused:
+        same.check_privacy()
+    message = str(refused.value.description)
+    assert message.startswith("account emea (pii_key_env CC_KEY_EMEA): CC_KEY_EMEA is also the")
+    assert KEY not in message
+    # Read, two variables holding one value are the same secret; two values are two secrets.
+    read = ContactCenterResource(
+        base_url="https://emea.cc.example.com", api_key=KEY, phone_numbers="token", pii_key=KEY
+    )
+    with pytest.raises(dg.Failure, match="the same secret as CC_API_KEY"):
+        read.privacy()
+    other = ContactCenterResource(
+        base_url="https://emea.cc.example.com", api_key="k-emea", phone_numbers="token", pii_key=KEY
+    )
+    assert other.privacy().key == KEY.encode()
 
 
 @pytest.mark.parametrize("value", ["not a name", SECRETISH, "['a']"])
