@@ -102,11 +102,22 @@ PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=15
 test:
 	@$(MAKE) --no-print-directory -j2 install system-packages
 	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory bytecode
 	$(PYTEST)
+
+# The packages' bytecode, written once (incremental: only what changed). With
+# PYTHONDONTWRITEBYTECODE set, as on these machines, no import writes it, so each of the
+# suite's hundreds of Python processes (each `cdrhouse` command, Dagster's processes and run
+# workers) compiled the packages it imports again: ~0.2 s CPU each (importing the code location
+# and the emulator: 1.30 -> 1.07 s user, 3 runs each).
+.PHONY: bytecode
+bytecode: install
+	$(BIN)/python -m compileall -q -j 2 connectors models warehouse pipelines
 
 .PHONY: coverage
 coverage:
 	@$(MAKE) --no-print-directory -j2 install system-packages
+	@$(MAKE) --no-print-directory bytecode
 	$(PYTEST) $(COV)
 	@$(MAKE) --no-print-directory coverage-report
 
@@ -115,7 +126,7 @@ coverage:
 # `make test`. It prints the same two coverage figures, without the floor: its tests leave most
 # of `pipelines` to `make test`.
 .PHONY: test-fast
-test-fast: install
+test-fast: install bytecode
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q tests/models tests/connectors tests/warehouse \
 	  --ignore=tests/connectors/sandbox/test_schemathesis.py $(COV)
 	@$(MAKE) --no-print-directory coverage-report COVERAGE_FLOOR=no
