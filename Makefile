@@ -101,8 +101,8 @@ WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=15
 test:
 	@$(MAKE) --no-print-directory -j2 install system-packages
-	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory bytecode
+	@$(MAKE) --no-print-directory lint
 	$(PYTEST)
 
 # The packages' bytecode, written once (incremental: only what changed). With
