@@ -64,7 +64,9 @@ class SandboxConfig(BaseModel):
     seed: int = 7
     start_date: date
     days: int = Field(30, ge=1)
-    cdrs_per_day: int = Field(20000, ge=0)
+    # A day is generated whole, in memory (~4.4 KB a CDR): 100M a day took the machine's memory.
+    # The bound is CDRHOUSE_SANDBOX_CDRS_PER_DAY's (pipelines.settings).
+    cdrs_per_day: int = Field(20000, ge=0, le=5_000_000)
     # Keys are secrets: never in a repr or a log line.
     api_keys: Mapping[str, frozenset[str]] = Field(default_factory=_default_keys, repr=False)
     # Contact-center feature flags that gate campaign fields.

@@ -54,7 +54,11 @@ def test_sandbox_config_reads_no_clock() -> None:
     assert SandboxConfig(start_date=START) == SandboxConfig(start_date=START)
 
 
-@pytest.mark.parametrize(("field", "value"), [("days", 0), ("cdrs_per_day", -1)])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    # Over 5M a day (a day is generated whole, in memory) is refused, as the pipeline's is.
+    [("days", 0), ("cdrs_per_day", -1), ("cdrs_per_day", 5_000_001), ("cdrs_per_day", 10**8)],
+)
 def test_sandbox_config_bounds(field: str, value: int) -> None:
     with pytest.raises(ValidationError, match=field):
         SandboxConfig.model_validate({"start_date": START, field: value})
