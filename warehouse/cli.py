@@ -42,8 +42,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
     parser.add_argument("--output", "-o", type=Path, help="write the result to this file")
     parser.add_argument(
-        "--max-rows", type=int, default=200, help="rows shown in table format (default 200)"
+        "--max-rows",
+        type=_rows_shown,
+        default=200,
+        help="rows shown in table format, 0 or more (default 200)",
     )
+
+
+def _rows_shown(text: str) -> int:
+    """--max-rows: 0 or more (a negative count sliced the rows from the end)."""
+    try:
+        rows = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: expected 0 or more") from None
+    if rows < 0:
+        raise argparse.ArgumentTypeError(f"invalid count {rows}: expected 0 or more")
+    return rows
 
 
 def _fail(message: str) -> int:

@@ -7,6 +7,7 @@ import json
 from decimal import Decimal
 
 import polars as pl
+import pytest
 
 from pipelines.cli import main
 
@@ -97,3 +98,17 @@ def test_the_last_complete_business_day_ended_by_todays_utc_midnight() -> None:
     # Just after UTC midnight: the day that just ended is whole in UTC and in Sydney too.
     late = dt.datetime(2026, 11, 20, 0, 1, tzinfo=dt.UTC)
     assert last_complete_local_end(late, ZoneInfo("Australia/Sydney")) == dt.date(2026, 11, 20)
+
+
+def test_max_rows_shows_that_many_and_a_negative_count_is_a_usage_error(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "SELECT * FROM range(5) t(n)"
+    assert run(small, "--max-rows", "2", query) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.strip() for line in lines[2:]] == ["0", "1", "(5 rows, showing 2)"]
+    # -1 sliced the rows from the end: every row but the last, "showing -1".
+    with pytest.raises(SystemExit) as usage:
+        run(small, "--max-rows", "-1", query)
+    assert usage.value.code == 2
+    assert "--max-rows: invalid count -1: expected 0 or more" in capsys.readouterr().err
