@@ -213,21 +213,23 @@ def create_views(
     con: duckdb.DuckDBPyConnection,
     lake: Lake,
     *,
+    day: str | None = None,
     use_aggregates: bool = True,
     kpi: KpiSettings | None = None,
     account_zones: Mapping[str, str] | None = None,
 ) -> None:
     """All views, over every account of `lake` (a root; or one account's sub-lake).
 
-    `kpi` is what the KPI views apply (default: `KpiSettings()`; no `agg_*` depends on it);
-    `account_zones` is each account's business-day zone (`account_settings`; an account not
-    in it uses `kpi.timezone`). One day's aggregates bind fewer views: `_aggregate_views`."""
+    `day` restricts the CDR tables to one date partition (for materializing one account's
+    day: pass its sub-lake); `kpi` is what the KPI views apply (default: `KpiSettings()`; no
+    `agg_*` depends on it); `account_zones` is each account's business-day zone
+    (`account_settings`; an account not in it uses `kpi.timezone`)."""
     register_lake(con, lake)
     con.execute(settings_view_sql(kpi or KpiSettings()))
     con.execute(account_settings_sql(account_zones or {}))
     for spec in ALL_TABLES:
         name = view_name(spec)
-        con.execute(f"CREATE OR REPLACE VIEW {q(name)} AS {base_view_sql(spec, lake)}")
+        con.execute(f"CREATE OR REPLACE VIEW {q(name)} AS {base_view_sql(spec, lake, day)}")
         if spec.kind != "snapshot":
             continue
         current = "balance" if spec is BALANCE_SNAPSHOTS else spec.name
@@ -243,7 +245,8 @@ def create_views(
     if use_aggregates:
         for agg in aggregate_names():
             _point_at_materialized(con, lake, agg)
-    _lake_views(con, lake)
+    if day is None:
+        _lake_views(con, lake)
 
 
 def _point_at_materialized(con: duckdb.DuckDBPyConnection, lake: Lake, agg: str) -> None:
