@@ -73,7 +73,6 @@ from warehouse.viewsql import (
     AGG_SOURCES,
     aggregate_names,
     base_view_sql,
-    creates_aggregate,
     current_sql,
     empty_select,
     history_sql,
@@ -275,7 +274,7 @@ def _aggregates(sources: Lake, key: str, only: Collection[str] | None) -> dict[s
     # intervals took +78 MB on 2 threads, +50 MB on one, for ~0.4 s more wall.
     con = duckdb.connect(config={"threads": 1})
     try:
-        _aggregate_views(con, sources, key.partition("=")[2])
+        create_views(con, sources, day=key.partition("=")[2], use_aggregates=False)
         return {
             agg: con.sql(
                 f"SELECT * EXCLUDE (date, {ACCOUNT_COLUMN}) FROM {q(agg)}"
@@ -285,22 +284,6 @@ def _aggregates(sources: Lake, key: str, only: Collection[str] | None) -> dict[s
         }
     finally:
         con.close()
-
-
-def _aggregate_views(con: duckdb.DuckDBPyConnection, lake: Lake, day: str) -> None:
-    """What the `agg_*` views read, and they: the day's views of `AGG_SOURCES`, then the
-    `agg_*` statements of warehouse/sql. `create_views` would also bind every snapshot, KPI
-    and `rpt_*` view (DuckDB binds a view when it is created): most of a day's view time."""
-    register_lake(con, lake)
-    for spec in ALL_TABLES:
-        if spec.name in AGG_SOURCES:
-            con.execute(
-                f"CREATE OR REPLACE VIEW {q(view_name(spec))} AS {base_view_sql(spec, lake, day)}"
-            )
-    for path in reporting_sql_files():
-        for statement in con.extract_statements(path.read_text()):
-            if creates_aggregate(statement.query):
-                con.execute(statement)
 
 
 @contextlib.contextmanager

@@ -189,8 +189,3 @@ AGG_SOURCES = ("cdrs", "cdr_calls", "cdr_conversations", "cdr_sms")
 
 def aggregate_names() -> list[str]:
     return [m for p in reporting_sql_files() for m in _AGG_RE.findall(p.read_text())]
-
-
-def creates_aggregate(statement: str) -> bool:
-    """Whether one statement of warehouse/sql creates an `agg_*` view."""
-    return _AGG_RE.search(statement) is not None

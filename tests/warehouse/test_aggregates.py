@@ -6,17 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-import duckdb
 import polars as pl
 from polars.testing import assert_frame_equal
 
 from models.tables import CDR_SMS, CDRS
 from warehouse.duck import (
-    aggregate_day,
     build_warehouse,
     built_fingerprint,
     connect,
-    create_views,
     refresh_views,
     views_fingerprint,
     write_aggregates,
@@ -134,23 +131,3 @@ def test_a_day_replaced_while_it_is_aggregated_is_read_whole(tmp_path) -> None:
     assert replaced.times > runs  # the day was replaced during (nearly) every aggregation
     # Nothing of the copies is left behind.
     assert not list((tmp_path / "lake" / "_tmp").glob("aggregate-day-*"))
-
-
-def test_a_days_aggregates_equal_the_full_views_of_that_day(tmp_path) -> None:
-    """`aggregate_day` binds only the `agg_*` views and what they read; the same views among
-    all the others (`create_views`, as the warehouse builds them) give the same rows."""
-    small = build_small(tmp_path)
-    con = duckdb.connect()
-    create_views(con, small.lake, use_aggregates=False)
-    for i in range(3):
-        day = START + dt.timedelta(days=i)
-        got = aggregate_day(small.lake, partition_key("date", day))
-        assert sorted(got) == sorted(aggregate_names())
-        for agg, table in got.items():
-            full = con.sql(
-                f"SELECT * EXCLUDE (date, account_id) FROM {agg} WHERE date = DATE '{day}'"
-            ).to_arrow_table()
-            assert table.schema == full.schema, agg
-            assert table.num_rows > 0 or agg == "agg_campaign_outcomes", (agg, day)
-            rows, want = table.to_pylist(), full.to_pylist()
-            assert sorted(rows, key=repr) == sorted(want, key=repr), agg
