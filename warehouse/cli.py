@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -150,24 +150,34 @@ def answer(
 def _check_output(con: duckdb.DuckDBPyConnection, data_dir: Path, output: Path) -> None:
     """Refuse an `--output` inside the lake (the directories the connection may read) or onto
     the warehouse file, wherever a symlink on the way points."""
-    from warehouse.analyst import WAREHOUSE_FILE
     from warehouse.sqlguard import RefusedQuery
 
-    target = output.resolve()
-    warehouse = (data_dir / WAREHOUSE_FILE).resolve()
-    if target.parent == warehouse.parent and target.name.startswith(WAREHOUSE_FILE):
-        raise RefusedQuery(f"--output {output} is the warehouse ({warehouse}); write elsewhere")
     rows = con.execute(
         "SELECT current_setting('allowed_directories'), current_setting('temp_directory')"
     ).fetchall()
     allowed, spill = rows[0] if rows else ([], "")
-    for lake_dir in allowed:
-        if "://" in lake_dir or Path(lake_dir) == Path(spill):
-            continue  # an object store is no local path; the spill dir is DuckDB's own
+    # The spill dir is DuckDB's own, not the lake's.
+    problem = output_problem("--output", output, data_dir, [d for d in allowed if d != spill])
+    if problem is not None:
+        raise RefusedQuery(problem)
+
+
+def output_problem(flag: str, output: Path, data_dir: Path, lake_dirs: Sequence[str]) -> str | None:
+    """Why a command may not write `output` (`flag`'s value): the warehouse file, or a path
+    inside the lake (`lake_dirs`; an object store's URI is no local path), wherever a symlink
+    on the way points. None when it may."""
+    from warehouse.analyst import WAREHOUSE_FILE
+
+    target = output.resolve()
+    warehouse = (data_dir / WAREHOUSE_FILE).resolve()
+    if target.parent == warehouse.parent and target.name.startswith(WAREHOUSE_FILE):
+        return f"{flag} {output} is the warehouse ({warehouse}); write elsewhere"
+    for lake_dir in lake_dirs:
+        if "://" in lake_dir:
+            continue
         if target.is_relative_to(Path(lake_dir).resolve()):
-            raise RefusedQuery(
-                f"--output {output} is inside the lake ({lake_dir}); write elsewhere"
-            )
+            return f"{flag} {output} is inside the lake ({lake_dir}); write elsewhere"
+    return None
 
 
 def _cell(value: Any) -> str:
@@ -509,15 +519,21 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
-    from warehouse.analyst import report_path
+    from warehouse.analyst import default_lake_uri, report_path
     from warehouse.report import missing_lines, report_accounts, report_target, write_report
-    from warehouse.stores import UnreadablePartitions
+    from warehouse.stores import UnreadablePartitions, is_local_uri, root_from_uri
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
+    uri = lake_uri or default_lake_uri(Path(data_dir))
+    lake_dirs = [str(root_from_uri(uri))] if is_local_uri(uri) else []
+    # A report written over a day's partition (or the warehouse file) replaced it whole.
+    problem = output_problem("--out", out, Path(data_dir), lake_dirs)
     try:
         report_target(out)
     except ValueError as exc:
-        print(f"cdrhouse report: error: {exc}", file=sys.stderr)
+        problem = str(exc)
+    if problem is not None:
+        print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 2
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:

@@ -126,3 +126,22 @@ def test_the_report_command_refuses_an_out_that_is_no_file_with_exit_2(
     assert err.startswith("cdrhouse report: error: --out "), err
     assert err.count("\n") == 1, err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_report_command_never_writes_over_the_lake_or_the_warehouse(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A careless `--out` naming a day's partition replaced it with the report's HTML (the day
+    then failed every query), and one naming warehouse.duckdb replaced the views."""
+    day = next((small.data_dir / "lake" / "cdrs").glob("*/part-0.parquet"))
+    views = small.data_dir / "warehouse.duckdb"
+    before = {p: p.read_bytes() for p in (day, views)}
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    for out, needle in ((day, "inside the lake"), (views, "is the warehouse")):
+        args = parser.parse_args(["--days", "3", "--out", str(out)])
+        assert run_report(args, small.data_dir) == 2
+        err = capsys.readouterr().err
+        assert needle in err, err
+        assert err.count("\n") == 1, err
+    assert {p: p.read_bytes() for p in before} == before
