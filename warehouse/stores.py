@@ -592,11 +592,13 @@ class ObjectStore:
         except FileNotFoundError:
             return 0, []
         root = self.path.rstrip("/") + "/"
-        rels = sorted(f[len(root) :] for f in files if f.startswith(root))
-        gone = [r for r in rels if owned(r)]
+        gone: list[str] = []
+        left: list[str] = []
+        for rel in sorted(f[len(root) :] for f in files if f.startswith(root)):
+            (gone if owned(rel) else left).append(rel)
         if gone:
             self.fs.rm([root + r for r in gone])
-        return len(gone), [r for r in rels if not owned(r)]
+        return len(gone), left
 
 
 Store = LocalStore | ObjectStore
