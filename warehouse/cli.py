@@ -209,24 +209,37 @@ def print_table(result: Rows, out: TextIO, max_rows: int) -> None:
 
 
 def _write(result: Rows | pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> None:
+    """Print the result, or write it to `output` whole (`write_whole`: a failed write leaves
+    the file that was there)."""
+    from warehouse.outfile import write_whole
+
     if isinstance(result, Rows):  # --format table
         if output is None:
             print_table(result, sys.stdout, max_rows)
-        else:
-            with output.open("w") as fh:
+            return
+
+        def table(path: Path) -> None:
+            with path.open("w") as fh:
                 print_table(result, fh, result.height)
+
+        write_whole(output, table)
         return
     df = result
-    if fmt == "csv":
-        text = df.write_csv()
-        output.write_text(text) if output else sys.stdout.write(text)
-    elif fmt == "json":
-        text = df.write_json()
-        output.write_text(text) if output else sys.stdout.write(text + "\n")
-    else:
+    if fmt == "parquet":
         if output is None:
             raise ValueError("--format parquet needs --output PATH")
-        df.write_parquet(output)
+        from polars.exceptions import ComputeError
+
+        try:
+            write_whole(output, df.write_parquet)
+        except ComputeError as exc:  # polars' Parquet writer wraps the OSError (a full disk)
+            raise OSError(str(exc)) from exc
+        return
+    text = df.write_csv() if fmt == "csv" else df.write_json() + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_whole(output, lambda path: path.write_text(text))
 
 
 def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
@@ -259,6 +272,14 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return _fail("give a query or --file q.sql")
     if args.format == "parquet" and args.output is None:
         return _fail("--format parquet needs --output PATH")
+    output = args.output
+    if output is not None:
+        from warehouse.outfile import out_target
+
+        try:
+            output = out_target("--output", Path(output), stream_ok=True)
+        except ValueError as exc:
+            return _fail(str(exc))
     import duckdb  # after the argument checks: a usage error answers without loading DuckDB
 
     from warehouse.sqlguard import RefusedQuery
@@ -272,7 +293,7 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         _rows if args.format == "table" else _frame
     )
     try:
-        result = answer(Path(data_dir), query, fetch, lake_uri, args.output)
+        result = answer(Path(data_dir), query, fetch, lake_uri, output)
     except (RefusedQuery, UnreadablePartitions) as exc:
         return _fail(str(exc))
     except duckdb.Error as exc:
@@ -281,11 +302,11 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         print("OK")
         return 0
     try:
-        _write(result, args.format, args.output, args.max_rows)
+        _write(result, args.format, output, args.max_rows)
     except BrokenPipeError:
         raise  # the reader went away (`| head`): `cdrhouse` ends quietly
     except (OSError, ValueError) as exc:
-        return _fail(str(exc))
+        return _fail(_one_line(exc))
     return 0
 
 
@@ -487,23 +508,32 @@ def last_complete_local_end(now: dt.datetime, zone: dt.tzinfo) -> dt.date:
 
 def report_range(args: argparse.Namespace, today: dt.date) -> tuple[dt.date, dt.date]:
     """`[start, end)` from `--start/--end` or `--days N`; ValueError says what is wrong."""
+    from models.timestamps import EARLIEST_DAY, parse_day
+
     if args.days is not None and (args.start or args.end):
         raise ValueError("give either --days or --start/--end, not both")
     if args.start or args.end:
         if not (args.start and args.end):
             raise ValueError("--start and --end go together (the range is [start, end))")
         try:
-            start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)
+            start, end = parse_day(args.start), parse_day(args.end)
         except ValueError:
             raise ValueError(
                 f"--start {args.start!r} / --end {args.end!r}: use YYYY-MM-DD, e.g. 2026-11-20"
             ) from None
         if end <= start:
             raise ValueError(f"--end {end} must be after --start {start}")
+        if start < EARLIEST_DAY:
+            raise ValueError(f"--start {start} is before {EARLIEST_DAY}; check the year")
+        if end > today + dt.timedelta(days=366):
+            raise ValueError(f"--end {end} is more than a year after today; check the year")
         return start, end
     days = REPORT_DAYS if args.days is None else args.days
     if days < 1:
         raise ValueError(f"--days {days}: give at least 1")
+    if days > (today - EARLIEST_DAY).days:
+        # A typo (--days 100000) would chart centuries of empty days, or overflow the calendar.
+        raise ValueError(f"--days {days} reaches back before {EARLIEST_DAY}; give fewer days")
     return today - dt.timedelta(days=days), today
 
 

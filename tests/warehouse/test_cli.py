@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
+import os
+import stat
+import threading
 from decimal import Decimal
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from models.timestamps import EARLIEST_DAY
 from pipelines.cli import main
+from tests.support.disk import FILLER, small_filesystem
+from warehouse.cli import add_report_arguments, report_range, run_report
 
 from .conftest import DAYS, START, SmallWarehouse
 
@@ -112,3 +120,92 @@ def test_max_rows_shows_that_many_and_a_negative_count_is_a_usage_error(
         run(small, "--max-rows", "-1", query)
     assert usage.value.code == 2
     assert "--max-rows: invalid count -1: expected 0 or more" in capsys.readouterr().err
+
+
+def test_an_output_that_meets_a_full_disk_leaves_the_previous_file_and_no_part(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--output` is written beside and renamed: a write that meets a full disk (a real
+    tmpfs) fails with one line, and yesterday's export is still whole (it was truncated
+    first, then half-written)."""
+    # ~4 MB of hashes (~2 MB compressed in Parquet): more than the 1 MiB tmpfs holds.
+    big = "SELECT a.id, md5(a.id || b.id) AS h FROM cdrs a, cdrs b LIMIT 100000"
+    with small_filesystem(free_bytes=64 * 1024) as fs:
+        out = fs / "export.csv"
+        assert run(small, "SELECT 1 AS x", "--format", "csv", "--output", str(out)) == 0
+        before = out.read_bytes()
+        assert before == b"x\n1\n"
+        capsys.readouterr()
+        for fmt in ("csv", "json", "parquet", "table"):
+            assert run(small, big, "--format", fmt, "--output", str(out)) == 1, fmt
+            err = capsys.readouterr().err
+            assert err.startswith("cdrhouse sql: error:"), err
+            assert err.count("\n") == 1, err
+            assert out.read_bytes() == before, fmt
+        assert sorted(p.name for p in fs.iterdir()) == sorted([FILLER, "export.csv"])
+
+
+def test_an_output_fifo_is_streamed_into_and_stays_a_fifo(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    """A device or a named pipe (`--output /dev/stdout`) is written in place: renaming a file
+    onto it would replace it (as root, /dev/full became a regular file)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        assert run(small, "SELECT 1 AS x", "--format", "csv", "--output", str(fifo)) == 0
+    finally:
+        reader.join(timeout=30)
+    assert got == [b"x\n1\n"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+@pytest.mark.parametrize("out", ["", ".", "{tmp}"])
+def test_an_output_that_is_no_file_is_refused_before_the_query(
+    small: SmallWarehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    assert run(small, "SELECT 1 AS x", "--format", "csv", "--output", out.format(tmp=tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse sql: error: --output "), err
+    assert err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--days", "100000"], "--days 100000 reaches back before 2000-01-01"),
+        (["--days", "10000000"], "--days 10000000 reaches back before 2000-01-01"),
+        (["--start", "0001-01-01", "--end", "2026-11-02"], "before 2000-01-01"),
+        (["--start", "2026-11-01", "--end", "9999-12-31"], "more than a year after today"),
+        (["--start", "2026-W45", "--end", "2026-11-09"], "use YYYY-MM-DD"),
+    ],
+    ids=["centuries", "past-the-calendar", "year-1", "year-9999", "week-date"],
+)
+def test_a_report_range_typo_exits_2_with_one_line_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """`--days 10000000` raised OverflowError (a traceback) and `--days 100000` charted
+    centuries of empty days; a week date was read as its Monday."""
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    out = tmp_path / "r.html"
+    assert run_report(parser.parse_args([*argv, "--out", str(out)]), tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse report: error: "), err
+    assert message in err, err
+    assert err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_longest_report_range_starts_on_the_earliest_day() -> None:
+    today = dt.date(2026, 11, 27)
+    days = (today - EARLIEST_DAY).days
+    args = argparse.Namespace(days=days, start=None, end=None)
+    assert report_range(args, today) == (EARLIEST_DAY, today)
+    with pytest.raises(ValueError, match="reaches back before"):
+        report_range(argparse.Namespace(days=days + 1, start=None, end=None), today)

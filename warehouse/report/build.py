@@ -3,7 +3,6 @@ chart rows into Vega-Lite specs, write the page."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -13,6 +12,7 @@ import altair as alt
 import duckdb
 
 from warehouse.analyst import fetch_whole
+from warehouse.outfile import out_target, write_whole
 from warehouse.report.charts import (
     CHARTS,
     DAILY,
@@ -188,16 +188,9 @@ def _spec(chart: Chart, rows: list[Row], unit: str) -> dict[str, Any]:
 
 
 def report_target(out: Path) -> Path:
-    """The file a report is written to for `out`, checked before any work: a symlink's target
-    (the link stays a link), or `out` itself. ValueError for a path that names no file, or
-    that exists and is not a regular file: the atomic rename would put a file where a
-    directory, a device or a FIFO was (as root, over /dev/full)."""
-    if not out.name or out.name in {".", ".."}:
-        raise ValueError(f"--out {str(out)!r} names no file; give a path such as report.html")
-    target = out.resolve() if out.is_symlink() else out
-    if target.exists() and not target.is_file():
-        raise ValueError(f"--out {out} exists and is not a regular file; give a file path")
-    return target
+    """The file a report is written to for `out`, checked before any work (`out_target`: no
+    device or FIFO, whose rename would replace it)."""
+    return out_target("--out", out)
 
 
 def write_report(
@@ -224,12 +217,6 @@ def write_report(
 
     out = report_target(Path(out))
     report = read_whole(read, lambda: warehouse_lake(data_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # A temp name of its own: two runs writing the same report never share (and mix) one file.
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        tmp.write_text(render_html(report), encoding="utf-8")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    html = render_html(report)
+    write_whole(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
     return report
