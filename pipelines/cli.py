@@ -69,8 +69,10 @@ WAREHOUSE_COMMANDS: Mapping[str, Callable[[argparse.Namespace, Path, str | None]
 
 
 def parse_day(text: str, flag: str) -> date:
+    from models.timestamps import parse_day as strict_day
+
     try:
-        return date.fromisoformat(text)
+        return strict_day(text)
     except ValueError:
         raise CliError(f"{flag} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-11-20") from None
 

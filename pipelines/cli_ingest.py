@@ -38,7 +38,7 @@ class CliError(Exception):
 
 def validate_range(start: date, end: date, today: date) -> None:
     """`[start, end)` must hold at least one complete UTC day, none of them today or later,
-    none before `pipelines.preflight.EARLIEST_DAY`."""
+    none before `models.timestamps.EARLIEST_DAY`."""
     from pipelines.preflight import start_problem
 
     problem = start_problem(start, today)

@@ -28,6 +28,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from models.timestamps import EARLIEST_DAY
+
 if TYPE_CHECKING:
     import dagster as dg
 
@@ -41,9 +43,6 @@ SANDBOX = "sandbox"
 # tests/pipelines/test_sandbox_extra.py holds this equal to the extra.
 SANDBOX_EXTRA = "cdrhouse[sandbox]"
 SANDBOX_EXTRA_MODULES = ("starlette", "uvicorn")
-# No contact center keeps CDRs from before this day: an earlier --start is a typo (0001-01-01),
-# and Dagster's partitions and the API's date filters are not built for one either.
-EARLIEST_DAY = date(2000, 1, 1)
 # error_class of a step failure no retry can fix (a full disk, a missing bucket, ...).
 SETUP_ERROR = "SetupError"
 # error_class of a run the instance database stopped recording.

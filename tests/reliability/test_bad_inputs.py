@@ -282,3 +282,20 @@ def test_wrong_typed_records_are_quarantined_counted_and_fail_the_check(
     assert ids | quarantine_ids == set(truth)
     assert not ids & quarantine_ids
     LEDGER.bad_inputs.update({"string-cost", "unparseable-timestamp"})
+
+
+@pytest.mark.parametrize("start", ["20261101", "2026-W45", "2026-W45-1"])
+def test_a_day_in_another_iso_form_is_refused_not_read_as_some_day(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: str
+) -> None:
+    """Python reads `2026-W45` as the Monday of week 45 and `20261101` as a date: the
+    commands say YYYY-MM-DD, and a range the user did not write is not ingested."""
+    code, text = _cli(
+        {"CDRHOUSE_DATA_DIR": str(tmp_path), "CC_API_BASE_URL": "sandbox"},
+        capsys,
+        ["ingest", "--start", start, "--end", "2026-11-03"],
+    )
+    assert code == 2
+    assert f"--start {start!r} is not a date; use YYYY-MM-DD" in text, text
+    assert len(text.strip().splitlines()) == 1
+    assert not (tmp_path / "lake").exists()
