@@ -26,7 +26,9 @@ from pathlib import Path
 SAMPLE_S = 0.3
 HZ = os.sysconf("SC_CLK_TCK")
 # The pytest line of `make test` (the Makefile's `test` target), without coverage options.
-MAKE_TEST = ["-n", "2", "--dist", "loadgroup", "-q", "-p", "no:cacheprovider"]
+MAKE_TEST = [
+    "-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", "-q", "-p", "no:cacheprovider"
+]  # fmt: skip
 # (kind, a regex searched in the command line), first match wins.
 KINDS: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(pattern))

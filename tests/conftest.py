@@ -1,7 +1,7 @@
-"""Suite-wide: how `make test` spreads modules over the two CI cores (pytest-xdist).
+"""Suite-wide: the session clock and the reliability summary of every worker.
 
-Each module runs whole on one worker, so its module-scoped fixtures (a `dagster dev`, a
-served sandbox) are built once.
+`make test` runs each module whole on one worker (`--dist loadscope`, the Makefile), so its
+module-scoped fixtures (a `dagster dev`, a served sandbox) are built once.
 """
 
 from __future__ import annotations
@@ -12,11 +12,6 @@ import pytest
 
 from tests.reliability.conftest import LEDGER_KEY, Ledger, summary_line
 from tests.support.clock import SessionClock
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")
