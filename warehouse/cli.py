@@ -82,10 +82,7 @@ class Rows:
     columns: list[str]
     numeric: list[bool]
     rows: list[tuple[Any, ...]]
-
-    @property
-    def height(self) -> int:
-        return len(self.rows)
+    height: int  # every row of the result; `rows` may hold only the first ones
 
 
 # DuckDB's numeric types (right-aligned in the table); DECIMAL(p,s) by its prefix.
@@ -95,9 +92,24 @@ NUMERIC_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _rows(rel: duckdb.DuckDBPyRelation) -> Rows:
-    numeric = [str(t) in NUMERIC_TYPES or str(t).startswith("DECIMAL") for t in rel.types]
-    return Rows(list(rel.columns), numeric, rel.fetchall())
+def _rows(shown: int | None) -> Callable[[duckdb.DuckDBPyRelation], Rows]:
+    """The first `shown` rows (None: all), and how many there are in all. Only `shown` + 1
+    rows are fetched; when there are more, DuckDB counts them: `SELECT * FROM cdrs` on a
+    terminal held every row of the lake in Python to print 200 of them."""
+
+    def fetch(rel: duckdb.DuckDBPyRelation) -> Rows:
+        numeric = [str(t) in NUMERIC_TYPES or str(t).startswith("DECIMAL") for t in rel.types]
+        columns = list(rel.columns)
+        if shown is None:
+            rows = rel.fetchall()
+            return Rows(columns, numeric, rows, len(rows))
+        rows = rel.limit(shown + 1).fetchall()
+        if len(rows) <= shown:
+            return Rows(columns, numeric, rows, len(rows))
+        [(counted,)] = rel.aggregate("count(*)").fetchall()
+        return Rows(columns, numeric, rows[:shown], max(int(counted), shown + 1))
+
+    return fetch
 
 
 def _frame(rel: duckdb.DuckDBPyRelation) -> pl.DataFrame:
@@ -290,7 +302,7 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
         return _fail(f"{problem}, or set CDRHOUSE_LAKE_URI")
     # The aligned table straight from DuckDB's rows; the file formats go through polars.
     fetch: Callable[[duckdb.DuckDBPyRelation], Rows | pl.DataFrame] = (
-        _rows if args.format == "table" else _frame
+        _rows(None if output is not None else args.max_rows) if args.format == "table" else _frame
     )
     try:
         result = answer(Path(data_dir), query, fetch, lake_uri, output)

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import threading
+import tracemalloc
 from decimal import Decimal
 from pathlib import Path
 
@@ -209,3 +210,35 @@ def test_the_longest_report_range_starts_on_the_earliest_day() -> None:
     assert report_range(args, today) == (EARLIEST_DAY, today)
     with pytest.raises(ValueError, match="reaches back before"):
         report_range(argparse.Namespace(days=days + 1, start=None, end=None), today)
+
+
+def test_a_table_of_millions_of_rows_holds_only_the_rows_shown(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The terminal table fetched every row into Python to print `--max-rows` of them:
+    `SELECT * FROM cdrs` over a big lake could take the analyst's memory. Now it fetches
+    the rows shown and lets DuckDB count the rest; the count is still exact."""
+    query = "SELECT a.id, b.id AS other FROM cdrs a, cdrs b LIMIT 3000000"
+    tracemalloc.start()
+    try:
+        assert run(small, query, "--max-rows", "3") == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "(3000000 rows, showing 3)"
+    assert len(lines) == 2 + 3 + 1
+    # 3M rows of two 36-character strings are > 500 MB as Python tuples.
+    assert peak < 50 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize(("max_rows", "shown"), [("0", 0), ("2399", 2399), ("2400", 2400)])
+def test_the_row_count_is_exact_at_the_edges_of_max_rows(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str], max_rows: str, shown: int
+) -> None:
+    assert run(small, "SELECT id FROM cdrs", "--max-rows", max_rows) == 0
+    lines = capsys.readouterr().out.splitlines()
+    total = 800 * DAYS
+    more = f", showing {shown}" if total > shown else ""
+    assert lines[-1] == f"({total} rows{more})"
+    assert len(lines) == 2 + min(shown, total) + 1
