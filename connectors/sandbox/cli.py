@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from connectors.sandbox.config import ALL_SCOPES, DEFAULT_API_KEY, SandboxConfig
 from connectors.sandbox.faults import FaultConfig
+from models.timestamps import parse_day
 
 # One flag per FaultConfig field (--latency-ms, --error-429-rate, ...); `paths` is the
 # repeatable --fault-path below.
@@ -31,6 +32,33 @@ def _fault_value(name: str) -> Callable[[str], object]:
     return parse
 
 
+def _day(text: str) -> date:
+    """--start-date: YYYY-MM-DD only (Python also reads 20261101 and 2026-W45)."""
+    try:
+        return parse_day(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected YYYY-MM-DD") from None
+
+
+def _config_int(name: str) -> Callable[[str], int]:
+    """An int flag checked against its SandboxConfig field's bounds, one line on error."""
+    field = SandboxConfig.model_fields[name]
+    bounds = {type(m).__name__: m for m in field.metadata}
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        low, high = bounds.get("Ge"), bounds.get("Le")
+        if (low is not None and value < low.ge) or (high is not None and value > high.le):
+            span = f"{low.ge if low else ''}-{high.le if high else ''}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range {span}")
+        return value
+
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port_number, default=8765, help="1-65535 (default 8765)")
@@ -38,12 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=config["seed"].default)
     parser.add_argument(
         "--start-date",
-        type=date.fromisoformat,
+        type=_day,
         default=None,
         help="first day of data (default: today - DAYS in UTC, so the data ends today)",
     )
-    parser.add_argument("--days", type=int, default=config["days"].default)
-    parser.add_argument("--cdrs-per-day", type=int, default=config["cdrs_per_day"].default)
+    parser.add_argument("--days", type=_config_int("days"), default=config["days"].default)
+    parser.add_argument(
+        "--cdrs-per-day", type=_config_int("cdrs_per_day"), default=config["cdrs_per_day"].default
+    )
     parser.add_argument("--api-key", default=None, help="full-scope key (default: built-in)")
     parser.add_argument(
         "--key",
@@ -133,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
         config = build_config(args)
     except ValidationError as exc:
         for error in exc.errors():
-            print(f"cdrhouse sandbox: {error['loc'][0]}: {error['msg']}", file=sys.stderr)
+            # A check of several fields (the data window) has no single field to name.
+            where = f"{error['loc'][0]}: " if error["loc"] else ""
+            print(f"cdrhouse sandbox: {where}{error['msg']}", file=sys.stderr)
         return 2
     try:
         sock = listen(args.host, args.port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from connectors.sandbox.faults import FaultConfig
 
@@ -63,7 +63,9 @@ class SandboxConfig(BaseModel):
 
     seed: int = 7
     start_date: date
-    days: int = Field(30, ge=1)
+    # A century at most: more is a typo, and the CLI's default start (today - days) and
+    # `end_date` must stay inside the calendar (--days 100000000 was an OverflowError).
+    days: int = Field(30, ge=1, le=36_600)
     # A day is generated whole, in memory (~4.4 KB a CDR): 100M a day took the machine's memory.
     # The bound is CDRHOUSE_SANDBOX_CDRS_PER_DAY's (pipelines.settings).
     cdrs_per_day: int = Field(20000, ge=0, le=5_000_000)
@@ -74,6 +76,12 @@ class SandboxConfig(BaseModel):
     dialing_order: bool = True
     contact_local_time: bool = True
     faults: FaultConfig = Field(default_factory=FaultConfig)
+
+    @model_validator(mode="after")
+    def _window_in_calendar(self) -> SandboxConfig:
+        if self.start_date.toordinal() + self.days > date.max.toordinal():
+            raise ValueError(f"start_date + days runs past {date.max}")
+        return self
 
     @property
     def end_date(self) -> date:

@@ -77,3 +77,41 @@ def test_ctrl_c_stops_the_served_sandbox_with_exit_0() -> None:
     with served_process(cmd, url) as proc:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--days", "100000000"], "argument --days: 100000000 is out of range 1-36600"),
+        (["--days", "0"], "argument --days: 0 is out of range 1-36600"),
+        (["--cdrs-per-day", "-5"], "argument --cdrs-per-day: -5 is out of range 0-5000000"),
+        (["--start-date", "2026-W45"], "argument --start-date: '2026-W45': expected YYYY-MM-DD"),
+        (["--start-date", "20261101"], "argument --start-date: '20261101': expected YYYY-MM-DD"),
+    ],
+    ids=["days-past-the-calendar", "no-day", "negative-cdrs", "week-date", "basic-date"],
+)
+def test_a_sandbox_argument_out_of_its_range_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--days 100000000 was an OverflowError traceback (today - days), and a week date or
+    20261101 was read as some day."""
+    parser = argparse.ArgumentParser(prog="cdrhouse sandbox")
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as usage:
+        parser.parse_args(argv)
+    assert usage.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"cdrhouse sandbox: error: {message}"
+
+
+def test_a_data_window_past_the_calendar_is_one_line_and_exit_2() -> None:
+    cmd = [sys.executable, "-m", "pipelines.cli", "sandbox", "--port", str(free_port())]
+    done = subprocess.run(
+        [*cmd, "--start-date", "9999-12-30", "--days", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "cdrhouse sandbox: Value error, start_date + days runs past 9999-12-31\n"
+    assert done.stdout == ""
