@@ -220,38 +220,58 @@ def print_table(result: Rows, out: TextIO, max_rows: int) -> None:
     out.write(f"({result.height} row{'s' if result.height != 1 else ''}{more})\n")
 
 
-def _write(result: Rows | pl.DataFrame, fmt: str, output: Path | None, max_rows: int) -> None:
-    """Print the result, or write it to `output` whole (`write_whole`: a failed write leaves
+def _write_table(result: Rows, output: Path | None, max_rows: int) -> None:
+    """Print the table, or write it to `output` whole (`write_whole`: a failed write leaves
     the file that was there)."""
     from warehouse.outfile import write_whole
 
-    if isinstance(result, Rows):  # --format table
-        if output is None:
-            print_table(result, sys.stdout, max_rows)
-            return
-
-        def table(path: Path) -> None:
-            with path.open("w") as fh:
-                print_table(result, fh, result.height)
-
-        write_whole(output, table)
-        return
-    df = result
-    if fmt == "parquet":
-        if output is None:
-            raise ValueError("--format parquet needs --output PATH")
-        from polars.exceptions import ComputeError
-
-        try:
-            write_whole(output, df.write_parquet)
-        except ComputeError as exc:  # polars' Parquet writer wraps the OSError (a full disk)
-            raise OSError(str(exc)) from exc
-        return
-    text = df.write_csv() if fmt == "csv" else df.write_json() + "\n"
     if output is None:
-        sys.stdout.write(text)
-    else:
-        write_whole(output, lambda path: path.write_text(text))
+        print_table(result, sys.stdout, max_rows)
+        return
+
+    def table(path: Path) -> None:
+        with path.open("w") as fh:
+            print_table(result, fh, result.height)
+
+    write_whole(output, table)
+
+
+class _Printed:
+    """Standard output, and whether anything was written to it yet."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.any = out, False
+
+    def write(self, text: str) -> int:
+        self.any = True
+        return self.out.write(text)
+
+
+def _exporter(fmt: str, output: Path | None) -> Callable[[duckdb.DuckDBPyRelation], bool]:
+    """Write the rows as `fmt` while the query's connection is open (`warehouse.export`, a
+    batch at a time): to `output` whole (`write_whole`), or to standard output."""
+    from warehouse import export
+    from warehouse.outfile import write_whole
+
+    printed = _Printed(sys.stdout)
+
+    def write(rel: duckdb.DuckDBPyRelation) -> bool:
+        if output is not None:
+            if fmt == "parquet":
+                write_whole(output, lambda path: export.write_parquet(rel, path))
+            else:
+                write_whole(output, lambda path: export.write_text_file(rel, fmt, path))
+            return True
+        if printed.any:
+            # `read_whole` runs the query again when the lake changed under it: rows already
+            # printed cannot be taken back.
+            raise export.ExportError(
+                "the lake changed while the rows were printed; run the query again"
+            )
+        export.write_text(rel, fmt, printed)
+        return True
+
+    return write
 
 
 def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
@@ -300,21 +320,22 @@ def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -
     problem = _ensure_views(Path(data_dir), lake_uri)
     if problem is not None:
         return _fail(f"{problem}, or set CDRHOUSE_LAKE_URI")
-    # The aligned table straight from DuckDB's rows; the file formats go through polars.
-    fetch: Callable[[duckdb.DuckDBPyRelation], Rows | pl.DataFrame] = (
-        _rows(None if output is not None else args.max_rows) if args.format == "table" else _frame
+    # The aligned table straight from DuckDB's rows; the file formats written as they come.
+    fetch: Callable[[duckdb.DuckDBPyRelation], Rows | bool] = (
+        _rows(None if output is not None else args.max_rows)
+        if args.format == "table"
+        else _exporter(args.format, output)
     )
     try:
         result = answer(Path(data_dir), query, fetch, lake_uri, output)
+        if result is None:
+            print("OK")
+        elif isinstance(result, Rows):
+            _write_table(result, output, args.max_rows)
     except (RefusedQuery, UnreadablePartitions) as exc:
         return _fail(str(exc))
     except duckdb.Error as exc:
         return _fail(_one_line(exc))
-    if result is None:
-        print("OK")
-        return 0
-    try:
-        _write(result, args.format, output, args.max_rows)
     except BrokenPipeError:
         raise  # the reader went away (`| head`): `cdrhouse` ends quietly
     except (OSError, ValueError) as exc:

@@ -242,3 +242,22 @@ def test_the_row_count_is_exact_at_the_edges_of_max_rows(
     more = f", showing {shown}" if total > shown else ""
     assert lines[-1] == f"({total} rows{more})"
     assert len(lines) == 2 + min(shown, total) + 1
+
+
+def test_every_table_exports_to_csv_with_lists_and_maps_as_json(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cdrhouse sql --format csv "SELECT * FROM cdrs"` was a polars traceback: `tags` (like
+    `users.channels` and the maps of the campaign views) is a list, which CSV cannot hold."""
+    for table in ("cdrs", "users", "numbers", "rpt_campaign_outcomes", "agg_call_intervals"):
+        assert run(small, f"SELECT * FROM {table}", "--format", "csv") == 0, table
+        out = capsys.readouterr().out
+        assert out.count("\n") > 1, table
+    assert (
+        run(small, "SELECT id, tags FROM cdrs WHERE len(tags) > 1 LIMIT 1", "--format", "csv") == 0
+    )
+    [header, row] = capsys.readouterr().out.splitlines()
+    assert header == "id,tags"
+    tags = json.loads(row.split(",", 1)[1].strip('"').replace('""', '"'))
+    assert isinstance(tags, list)
+    assert len(tags) > 1

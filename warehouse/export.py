@@ -1,0 +1,137 @@
+"""`cdrhouse sql`'s file formats (csv, json, parquet), written a batch of rows at a time: the
+command holds one batch, whatever the size of the result (`SELECT * FROM cdrs` held the whole
+lake as a polars frame, and its CSV as one more string).
+
+CSV and JSON are formatted by polars, batch by batch, to the same text a whole frame gives.
+What polars cannot take or write is handed over by DuckDB as text first: a nested value in CSV
+(`cdrs.tags`, `users.channels`) as its JSON, BLOB, BIT, INTERVAL and UNION values as DuckDB
+prints them. Parquet is DuckDB's Arrow batches as they come, zstd-compressed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+    from duckdb.sqltypes import DuckDBPyType
+
+BATCH_ROWS = 50_000
+ROW_GROUP_ROWS = 122_880  # 60 of DuckDB's 2,048-row vectors
+# Nested types: CSV has no place for them.
+_NESTED = frozenset({"list", "array", "struct", "map", "union"})
+# Types polars cannot read from Arrow or write as text or JSON (a traceback before).
+_AS_TEXT = frozenset({"blob", "bit", "interval", "union"})
+
+
+class Writes(Protocol):
+    def write(self, text: str, /) -> int: ...
+
+
+class ExportError(ValueError):
+    """The rows cannot be written in the format asked for."""
+
+
+def _holds(t: DuckDBPyType, ids: frozenset[str]) -> bool:
+    if t.id in ids:
+        return True
+    if t.id not in _NESTED:
+        return False
+    from duckdb.sqltypes import DuckDBPyType
+
+    # A child is a type, or a size (ARRAY), a precision or an ENUM's values.
+    return any(isinstance(c, DuckDBPyType) and _holds(c, ids) for _, c in t.children)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def prepared(rel: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
+    """`rel` with the columns `fmt` cannot hold as they are turned into text by DuckDB."""
+    exprs, changed = [], False
+    for name, t in zip(rel.columns, rel.types, strict=True):
+        column = _quoted(name)
+        if fmt == "csv" and t.id in _NESTED:
+            exprs.append(f"to_json({column})::VARCHAR AS {column}")
+        elif fmt != "parquet" and _holds(t, _AS_TEXT):
+            exprs.append(f"{column}::VARCHAR AS {column}")
+        else:
+            exprs.append(column)
+            continue
+        changed = True
+    return rel.project(", ".join(exprs)) if changed else rel
+
+
+def text_chunks(
+    rel: duckdb.DuckDBPyRelation, fmt: str, batch_rows: int = BATCH_ROWS
+) -> Iterator[str]:
+    """The rows of `rel` as CSV (a header line, then a line per row) or JSON (an array of
+    objects, and a newline), a batch at a time: together, the text polars writes for the
+    whole result at once."""
+    import polars as pl
+    from polars.exceptions import PanicException, PolarsError
+
+    reader = prepared(rel, fmt).to_arrow_reader(batch_rows)
+    try:
+        if fmt == "json":
+            # "[" goes out with the first rows: a result polars refuses prints nothing.
+            opening = "["
+            for batch in reader:
+                body = _frame(pl, batch).write_json()[1:-1]
+                if body:
+                    yield opening + body
+                    opening = ","
+            yield "[]\n" if opening == "[" else "]\n"
+            return
+        header = True
+        for batch in reader:
+            if batch.num_rows or header:
+                yield _frame(pl, batch).write_csv(include_header=header)
+                header = False
+        if header:  # no batch at all: the header alone
+            yield _frame(pl, reader.schema.empty_table()).write_csv()
+    except (PolarsError, PanicException) as exc:  # a panic: a timestamp out of polars' range
+        raise ExportError(f"cannot write the rows as {fmt}: {_first_line(exc)}") from None
+
+
+def _frame(pl: Any, batch: pa.RecordBatch | pa.Table) -> Any:
+    return pl.DataFrame(pl.from_arrow(batch))
+
+
+def write_parquet(rel: duckdb.DuckDBPyRelation, path: Path) -> None:
+    """The rows of `rel` into a zstd Parquet file at `path`, in row groups of `ROW_GROUP_ROWS`
+    (DuckDB hands over a batch per file it read: a row group each made a file 27x larger)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    reader = rel.to_arrow_reader(BATCH_ROWS)
+    try:
+        with pq.ParquetWriter(path, reader.schema, compression="zstd") as writer:
+            held = reader.schema.empty_table()
+            for batch in reader:
+                held = pa.concat_tables([held, pa.Table.from_batches([batch])])
+                if held.num_rows >= ROW_GROUP_ROWS:
+                    writer.write_table(held.slice(0, ROW_GROUP_ROWS))
+                    held = held.slice(ROW_GROUP_ROWS)
+            if held.num_rows:
+                writer.write_table(held)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:  # INTERVAL has no Parquet type
+        raise ExportError(f"cannot write the rows as parquet: {_first_line(exc)}") from None
+
+
+def write_text(rel: duckdb.DuckDBPyRelation, fmt: str, out: Writes) -> None:
+    for chunk in text_chunks(rel, fmt):
+        out.write(chunk)
+
+
+def write_text_file(rel: duckdb.DuckDBPyRelation, fmt: str, path: Path) -> None:
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        write_text(rel, fmt, fh)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
