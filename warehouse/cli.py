@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -236,24 +238,14 @@ def _write_table(result: Rows, output: Path | None, max_rows: int) -> None:
     write_whole(output, table)
 
 
-class _Printed:
-    """Standard output, and whether anything was written to it yet."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out, self.any = out, False
-
-    def write(self, text: str) -> int:
-        self.any = True
-        return self.out.write(text)
-
-
 def _exporter(fmt: str, output: Path | None) -> Callable[[duckdb.DuckDBPyRelation], bool]:
     """Write the rows as `fmt` while the query's connection is open (`warehouse.export`, a
-    batch at a time): to `output` whole (`write_whole`), or to standard output."""
+    batch at a time) to `output` whole (`write_whole`), or to standard output: through a
+    temp file, so that standard output gets every row or none, as when the result was held
+    in memory (a query that fails half-way, or that `read_whole` runs again because the
+    lake changed under it, prints nothing twice and nothing half)."""
     from warehouse import export
     from warehouse.outfile import write_whole
-
-    printed = _Printed(sys.stdout)
 
     def write(rel: duckdb.DuckDBPyRelation) -> bool:
         if output is not None:
@@ -262,13 +254,16 @@ def _exporter(fmt: str, output: Path | None) -> Callable[[duckdb.DuckDBPyRelatio
             else:
                 write_whole(output, lambda path: export.write_text_file(rel, fmt, path))
             return True
-        if printed.any:
-            # `read_whole` runs the query again when the lake changed under it: rows already
-            # printed cannot be taken back.
-            raise export.ExportError(
-                "the lake changed while the rows were printed; run the query again"
-            )
-        export.write_text(rel, fmt, printed)
+        with tempfile.TemporaryDirectory(prefix="cdrhouse-sql-") as tmp:
+            held = Path(tmp) / f"rows.{fmt}"
+            export.write_text_file(rel, fmt, held)
+            out = getattr(sys.stdout, "buffer", None)  # None: a text-only stream
+            sys.stdout.flush()
+            with held.open(
+                "rb" if out is not None else "r", encoding=None if out else "utf-8"
+            ) as rows:
+                shutil.copyfileobj(rows, out or sys.stdout, 1 << 20)
+            sys.stdout.flush()
         return True
 
     return write

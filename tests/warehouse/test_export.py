@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.cli import main
 from warehouse import export
-from warehouse.cli import _exporter
 
 from .conftest import SmallWarehouse
 
@@ -132,16 +132,33 @@ def test_parquet_of_a_type_it_has_no_place_for_is_one_error(
         export.write_parquet(con.sql("SELECT INTERVAL 1 DAY AS x"), tmp_path / "x.parquet")
 
 
-def test_a_read_run_again_after_rows_were_printed_fails_instead_of_printing_twice(
-    con: duckdb.DuckDBPyConnection, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_query_that_fails_half_way_prints_nothing(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
-    """`read_whole` runs the query again when a lake file was replaced under it: what went to
-    standard output before cannot be taken back, so the second run is refused."""
-    write = _exporter("csv", None)
-    assert write(con.sql("SELECT 1 AS x"))
-    with pytest.raises(export.ExportError, match="lake changed while the rows were printed"):
-        write(con.sql("SELECT 1 AS x"))
-    assert capsys.readouterr().out == "x\n1\n"
+    """Standard output gets every row or none, as when the result was held whole: the rows
+    of a query that fails after 200,000 of them (or that `read_whole` runs again because the
+    lake changed under it) are not printed."""
+    query = (
+        "SELECT CASE WHEN range < 200000 THEN range ELSE error('late') END AS i FROM range(300000)"
+    )
+    code = main(["sql", "--format", fmt, query], env={"CDRHOUSE_DATA_DIR": str(small.data_dir)})
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == ""
+    assert err.startswith("cdrhouse sql: error:")
+    assert "late" in err
+
+
+def test_a_whole_result_is_printed_once(
+    small: SmallWarehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "SELECT range AS i FROM range(120000)"
+    assert (
+        main(["sql", "--format", "csv", query], env={"CDRHOUSE_DATA_DIR": str(small.data_dir)}) == 0
+    )
+    out = capsys.readouterr().out
+    assert out == "i\n" + "".join(f"{i}\n" for i in range(120000))
 
 
 # The child's own peak: VmHWM is its address space's, where ru_maxrss keeps the forking
