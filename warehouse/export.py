@@ -52,12 +52,13 @@ def _quoted(name: str) -> str:
 def prepared(rel: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
     """`rel` with the columns `fmt` cannot hold as they are turned into text by DuckDB."""
     exprs, changed = [], False
-    for name, t in zip(rel.columns, rel.types, strict=True):
-        column = _quoted(name)
+    for n, (name, t) in enumerate(zip(rel.columns, rel.types, strict=True), 1):
+        # By position: `SELECT a.id, b.id` has two columns named `id`.
+        column = f"#{n} AS {_quoted(name)}"
         if fmt == "csv" and t.id in _NESTED:
-            exprs.append(f"to_json({column})::VARCHAR AS {column}")
+            exprs.append(f"to_json(#{n})::VARCHAR AS {_quoted(name)}")
         elif fmt != "parquet" and _holds(t, _AS_TEXT):
-            exprs.append(f"{column}::VARCHAR AS {column}")
+            exprs.append(f"#{n}::VARCHAR AS {_quoted(name)}")
         else:
             exprs.append(column)
             continue
@@ -98,6 +99,16 @@ def text_chunks(
 
 
 def _frame(pl: Any, batch: pa.RecordBatch | pa.Table) -> Any:
+    """The batch as polars takes it: a name met again gets `_1`, `_2`, ... (polars holds
+    each name once; `SELECT a.id, b.id` was refused)."""
+    seen: dict[str, int] = {}
+    names = []
+    for name in batch.schema.names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        names.append(name if not count else f"{name}_{count}")
+    if names != batch.schema.names:
+        batch = batch.rename_columns(names)
     return pl.DataFrame(pl.from_arrow(batch))
 
 

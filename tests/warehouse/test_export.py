@@ -201,3 +201,16 @@ def test_a_big_export_holds_a_batch_not_the_result(
         assert out.stat().st_size > 3_000_000 * 110
     else:
         assert pq.ParquetFile(out).metadata.num_rows == 3_000_000
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_name_met_twice_gets_a_suffix_instead_of_an_error(
+    con: duckdb.DuckDBPyConnection, fmt: str
+) -> None:
+    """`SELECT a.id, b.id ...` (two columns named `id`) was refused: polars holds a name once."""
+    query = "SELECT 1 AS id, 2 AS id, ['x'] AS tags, ['y'] AS tags"
+    text = "".join(export.text_chunks(con.sql(query), fmt))
+    if fmt == "csv":
+        assert text == 'id,id_1,tags,tags_1\n1,2,"[""x""]","[""y""]"\n'
+    else:
+        assert json.loads(text) == [{"id": 1, "id_1": 2, "tags": ["x"], "tags_1": ["y"]}]
