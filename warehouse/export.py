@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
@@ -24,10 +24,6 @@ ROW_GROUP_ROWS = 122_880  # 60 of DuckDB's 2,048-row vectors
 _NESTED = frozenset({"list", "array", "struct", "map", "union"})
 # Types polars cannot read from Arrow or write as text or JSON (a traceback before).
 _AS_TEXT = frozenset({"blob", "bit", "interval", "union"})
-
-
-class Writes(Protocol):
-    def write(self, text: str, /) -> int: ...
 
 
 class ExportError(ValueError):
@@ -45,25 +41,27 @@ def _holds(t: DuckDBPyType, ids: frozenset[str]) -> bool:
     return any(isinstance(c, DuckDBPyType) and _holds(c, ids) for _, c in t.children)
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def prepared(rel: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
-    """`rel` with the columns `fmt` cannot hold as they are turned into text by DuckDB."""
-    exprs, changed = [], False
-    for n, (name, t) in enumerate(zip(rel.columns, rel.types, strict=True), 1):
-        # By position: `SELECT a.id, b.id` has two columns named `id`.
-        column = f"#{n} AS {_quoted(name)}"
-        if fmt == "csv" and t.id in _NESTED:
-            exprs.append(f"to_json(#{n})::VARCHAR AS {_quoted(name)}")
-        elif fmt != "parquet" and _holds(t, _AS_TEXT):
-            exprs.append(f"#{n}::VARCHAR AS {_quoted(name)}")
-        else:
-            exprs.append(column)
-            continue
-        changed = True
-    return rel.project(", ".join(exprs)) if changed else rel
+    """`rel` with the columns CSV or JSON (`fmt`) cannot hold as they are turned into text by
+    DuckDB; columns go by position (`SELECT a.id, b.id` has two named `id`)."""
+    from warehouse.viewsql import q
+
+    values = [
+        f"to_json(#{n})::VARCHAR"
+        if fmt == "csv" and t.id in _NESTED
+        else f"#{n}::VARCHAR"
+        if _holds(t, _AS_TEXT)
+        else None
+        for n, t in enumerate(rel.types, 1)
+    ]
+    if not any(values):
+        return rel
+    return rel.project(
+        ", ".join(
+            f"{v or f'#{n}'} AS {q(name)}"
+            for n, (v, name) in enumerate(zip(values, rel.columns, strict=True), 1)
+        )
+    )
 
 
 def text_chunks(
@@ -95,7 +93,7 @@ def text_chunks(
         if header:  # no batch at all: the header alone
             yield _frame(pl, reader.schema.empty_table()).write_csv()
     except (PolarsError, PanicException) as exc:  # a panic: a timestamp out of polars' range
-        raise ExportError(f"cannot write the rows as {fmt}: {_first_line(exc)}") from None
+        raise ExportError(f"cannot write the rows as {fmt}: {exc}") from None
 
 
 def _frame(pl: Any, batch: pa.RecordBatch | pa.Table) -> Any:
@@ -130,19 +128,10 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, path: Path) -> None:
             if held.num_rows:
                 writer.write_table(held)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:  # INTERVAL has no Parquet type
-        raise ExportError(f"cannot write the rows as parquet: {_first_line(exc)}") from None
-
-
-def write_text(rel: duckdb.DuckDBPyRelation, fmt: str, out: Writes) -> None:
-    for chunk in text_chunks(rel, fmt):
-        out.write(chunk)
+        raise ExportError(f"cannot write the rows as parquet: {exc}") from None
 
 
 def write_text_file(rel: duckdb.DuckDBPyRelation, fmt: str, path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
-        write_text(rel, fmt, fh)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        for chunk in text_chunks(rel, fmt):
+            fh.write(chunk)
