@@ -118,7 +118,12 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, path: Path) -> None:
 
     reader = rel.to_arrow_reader(BATCH_ROWS)
     try:
-        with pq.ParquetWriter(path, reader.schema, compression="zstd") as writer:
+        # Through a Python file: pyarrow's own opening seeks, which a FIFO cannot ("lseek
+        # failed" for `--output` a named pipe).
+        with (
+            path.open("wb") as fh,
+            pq.ParquetWriter(fh, reader.schema, compression="zstd") as writer,
+        ):
             held = reader.schema.empty_table()
             for batch in reader:
                 held = pa.concat_tables([held, pa.Table.from_batches([batch])])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import os
 import stat
@@ -161,6 +162,15 @@ def test_an_output_fifo_is_streamed_into_and_stays_a_fifo(
     finally:
         reader.join(timeout=30)
     assert got == [b"x\n1\n"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    # Parquet too: pyarrow's own file opening seeks, which a FIFO refused ("lseek failed").
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        assert run(small, "SELECT 1 AS x", "--format", "parquet", "--output", str(fifo)) == 0
+    finally:
+        reader.join(timeout=30)
+    assert pl.read_parquet(io.BytesIO(got[1])).to_dicts() == [{"x": 1}]
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
 
