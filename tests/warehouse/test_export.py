@@ -214,3 +214,24 @@ def test_a_name_met_twice_gets_a_suffix_instead_of_an_error(
         assert text == 'id,id_1,tags,tags_1\n1,2,"[""x""]","[""y""]"\n'
     else:
         assert json.loads(text) == [{"id": 1, "id_1": 2, "tags": ["x"], "tags_1": ["y"]}]
+
+
+def test_a_full_temp_dir_fails_the_printed_export_whole_and_leaves_nothing(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    """Standard output's rows wait in a temp dir (`TMPDIR`, here a real full tmpfs): running
+    out of it is one line and exit 1, with no row printed and no part left behind."""
+    from tests.support.disk import FILLER, small_filesystem
+
+    query = "SELECT range AS i, md5(range::VARCHAR) AS h FROM range(200000)"
+    env = {**os.environ, "CDRHOUSE_DATA_DIR": str(small.data_dir)}
+    with small_filesystem(free_bytes=64 * 1024) as fs:
+        done = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "sql", "--format", "csv", query],
+            env={**env, "TMPDIR": str(fs)}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        assert done.stdout == ""
+        assert done.stderr.startswith("cdrhouse sql: error:"), done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert sorted(p.name for p in fs.iterdir()) == [FILLER]
