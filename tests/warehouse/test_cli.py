@@ -154,24 +154,22 @@ def test_an_output_fifo_is_streamed_into_and_stays_a_fifo(
     onto it would replace it (as root, /dev/full became a regular file)."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    reader.start()
-    try:
-        assert run(small, "SELECT 1 AS x", "--format", "csv", "--output", str(fifo)) == 0
-    finally:
-        reader.join(timeout=30)
-    assert got == [b"x\n1\n"]
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+    def through_fifo(fmt: str) -> bytes:
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+        reader.start()
+        try:
+            assert run(small, "SELECT 1 AS x", "--format", fmt, "--output", str(fifo)) == 0
+        finally:
+            reader.join(timeout=30)
+        assert stat.S_ISFIFO(fifo.lstat().st_mode)
+        [data] = got
+        return data
+
+    assert through_fifo("csv") == b"x\n1\n"
     # Parquet too: pyarrow's own file opening seeks, which a FIFO refused ("lseek failed").
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    reader.start()
-    try:
-        assert run(small, "SELECT 1 AS x", "--format", "parquet", "--output", str(fifo)) == 0
-    finally:
-        reader.join(timeout=30)
-    assert pl.read_parquet(io.BytesIO(got[1])).to_dicts() == [{"x": 1}]
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert pl.read_parquet(io.BytesIO(through_fifo("parquet"))).to_dicts() == [{"x": 1}]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
 
 
