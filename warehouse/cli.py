@@ -143,18 +143,20 @@ def answer(
     (`connect_analyst`). `output`, where the caller will write the rows, must be outside the
     lake and not the warehouse. Raises `RefusedQuery` or `duckdb.Error`."""
     from warehouse.analyst import connect_analyst, read_whole, warehouse_lake
+    from warehouse.interrupt import interruptible
     from warehouse.sqlguard import read_statements
 
     def read() -> T | None:
         con = connect_analyst(data_dir, lake_uri)
         try:
-            if output is not None:
-                _check_output(con, Path(data_dir), output)
-            statements = read_statements(con, query)
-            for statement in statements[:-1]:
-                con.execute(statement).fetchall()
-            rel = con.sql(statements[-1])
-            return None if rel is None else fetch(rel)
+            with interruptible(con):
+                if output is not None:
+                    _check_output(con, Path(data_dir), output)
+                statements = read_statements(con, query)
+                for statement in statements[:-1]:
+                    con.execute(statement).fetchall()
+                rel = con.sql(statements[-1])
+                return None if rel is None else fetch(rel)
         finally:
             con.close()
 

@@ -207,11 +207,13 @@ def write_report(
     atomically (a reader never sees half a file); `account`: that account only."""
     from warehouse.analyst import read_whole, warehouse_lake
     from warehouse.duck import connect
+    from warehouse.interrupt import interruptible
 
     def read() -> Report:
         con = connect(data_dir, read_only=True)
         try:
-            return build_report(con, start, end, now=now, currency=currency, account=account)
+            with interruptible(con):
+                return build_report(con, start, end, now=now, currency=currency, account=account)
         finally:
             con.close()
 

@@ -1,0 +1,73 @@
+"""Ctrl-C during a long `cdrhouse sql` query (warehouse.interrupt): the command stops within
+seconds, says so in one line, exits 130, and leaves nothing written, in every format.
+
+Before, the aligned table ran the query to its end (minutes) and the file formats ended with
+a `RuntimeError: Query interrupted` traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import clean_env, finish, start_cdrhouse
+
+from .conftest import SmallWarehouse
+
+# Hours of work for DuckDB: only an interrupt ends it within the test.
+ENDLESS = "SELECT count(*) FROM range(1000000000000) t(i) WHERE i * 7 % 13 = 5"
+# The command's start-up costs ~0.4 s of CPU; past this, the query is running (on every core).
+QUERY_CPU_S = 1.5
+STOP_LIMIT_S = 10.0
+BEFORE = b"yesterday's export\n"
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--format", "table"],
+        ["--format", "csv"],
+        ["--format", "json", "--output", "out.json"],
+        ["--format", "parquet", "--output", "out.parquet"],
+    ],
+    ids=["table", "csv-stdout", "json-file", "parquet-file"],
+)
+def test_ctrl_c_stops_a_long_query_at_once_and_writes_nothing(
+    small: SmallWarehouse, tmp_path: Path, argv: list[str]
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    output = tmp_path / argv[-1] if "--output" in argv else None
+    if output is not None:
+        output.write_bytes(BEFORE)
+        argv = [*argv[:-1], str(output)]
+    env = clean_env(CDRHOUSE_DATA_DIR=str(small.data_dir), TMPDIR=str(temp))
+    proc = start_cdrhouse(["sql", *argv, ENDLESS], env)
+    try:
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(proc.pid) < QUERY_CPU_S:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the query never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        run = finish(proc, time.monotonic(), STOP_LIMIT_S, since="Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    assert run.code == 130, str(run)
+    assert run.stderr == "cdrhouse: interrupted\n", str(run)
+    assert run.stdout == ""
+    assert list(temp.iterdir()) == []  # standard output's temp file is gone
+    if output is not None:
+        assert output.read_bytes() == BEFORE
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.name, "tmp"])
