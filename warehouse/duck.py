@@ -59,6 +59,7 @@ from warehouse.analyst import connect_analyst as connect_analyst
 from warehouse.analyst import default_lake_uri as default_lake_uri
 from warehouse.analyst import read_whole
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
+from warehouse.interrupt import interruptible
 from warehouse.kpi import KpiSettings, account_settings_sql, settings_view_sql, zones_json
 from warehouse.lake import (
     ACCOUNT_COLUMN,
@@ -360,14 +361,14 @@ def build_warehouse(
         tmp.unlink(missing_ok=True)
         con = duckdb.connect(str(tmp))
         try:
-            with lake.cached_listing():
+            with interruptible(con), lake.cached_listing():
                 create_views(con, lake, kpi=kpi, account_zones=zones)
                 fingerprint = views_fingerprint(lake, kpi, zones)
-            con.execute(
-                f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
-                f"SELECT {lit(fingerprint)} AS fingerprint"
-            )
-            con.execute("CHECKPOINT")
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {FINGERPRINT_VIEW} AS "
+                    f"SELECT {lit(fingerprint)} AS fingerprint"
+                )
+                con.execute("CHECKPOINT")
         finally:
             con.close()
 

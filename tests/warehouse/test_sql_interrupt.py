@@ -1,12 +1,15 @@
 """Ctrl-C during a long `cdrhouse sql` query (warehouse.interrupt): the command stops within
-seconds, says so in one line, exits 130, and leaves nothing written, in every format.
+seconds, says so in one line, exits 130, and leaves nothing written, in every format; and
+during a rebuild of the views, which leaves the warehouse file as it was.
 
-Before, the aligned table ran the query to its end (minutes) and the file formats ended with
-a `RuntimeError: Query interrupted` traceback."""
+Before, the aligned table ran the query to its end (minutes), the file formats and the views'
+build ended with a `RuntimeError: Query interrupted` traceback."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -15,7 +18,7 @@ import pytest
 
 from tests.support.cli import clean_env, finish, start_cdrhouse
 
-from .conftest import SmallWarehouse
+from .conftest import START, SmallWarehouse
 
 # Hours of work for DuckDB: only an interrupt ends it within the test.
 ENDLESS = "SELECT count(*) FROM range(1000000000000) t(i) WHERE i * 7 % 13 = 5"
@@ -23,6 +26,7 @@ ENDLESS = "SELECT count(*) FROM range(1000000000000) t(i) WHERE i * 7 % 13 = 5"
 QUERY_CPU_S = 1.5
 STOP_LIMIT_S = 10.0
 BEFORE = b"yesterday's export\n"
+VIEW_DAYS = 300
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -71,3 +75,39 @@ def test_ctrl_c_stops_a_long_query_at_once_and_writes_nothing(
     if output is not None:
         assert output.read_bytes() == BEFORE
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.name, "tmp"])
+
+
+def test_ctrl_c_during_a_views_rebuild_leaves_the_warehouse_as_it_was(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(small.data_dir, data_dir)
+    # A year of days (copies of the first): the build takes ~2 s, DuckDB's statements long
+    # enough for the signal to meet one.
+    for table in (data_dir / "lake").iterdir():
+        first = table / f"date={START}"
+        for n in range(1, VIEW_DAYS):
+            if first.is_dir():
+                shutil.copytree(first, table / f"date={START - dt.timedelta(n)}")
+    before = (data_dir / "warehouse.duckdb").read_bytes()
+    proc = start_cdrhouse(["lake", "views"], clean_env(CDRHOUSE_DATA_DIR=str(data_dir)))
+    try:
+        deadline = time.monotonic() + 60
+        # The build's own file: DuckDB is creating the views.
+        while not list(data_dir.glob(".warehouse.duckdb.*.tmp")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the build never started"
+            time.sleep(0.002)
+        time.sleep(0.3)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        run = finish(proc, time.monotonic(), STOP_LIMIT_S, since="Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    assert run.code == 130, str(run)
+    assert run.stderr == "cdrhouse: interrupted\n", str(run)
+    assert (data_dir / "warehouse.duckdb").read_bytes() == before
+    assert sorted(p.name for p in data_dir.iterdir()) == ["lake", "warehouse.duckdb"]
