@@ -85,7 +85,13 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
 
 
 def env_data_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
+    """The data dir, absolute; a path DuckDB cannot be pointed at is a `CliError`."""
+    from warehouse.stores import pattern_problem
+
+    path = Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
+    if (problem := pattern_problem(str(path))) is not None:
+        raise CliError(f"the data dir {path} (CDRHOUSE_DATA_DIR, default ./data): {problem}")
+    return path
 
 
 def selected_accounts(env: Mapping[str, str], ids: Sequence[str]) -> tuple[Account, ...]:

@@ -10,6 +10,7 @@ are checked first, by `pipelines.privacy_settings`, whose errors never echo a va
 
 from collections.abc import Mapping
 from datetime import date
+from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -23,7 +24,7 @@ from pipelines.privacy_settings import (
     phone_numbers_from_env,
     sms_bodies_from_env,
 )
-from warehouse.stores import lake_uri_problem
+from warehouse.stores import lake_uri_problem, pattern_problem
 
 __all__ = ["DEFAULT_LOOKBACK_DAYS", "Settings", "SettingsError", "settings_from_env"]
 
@@ -49,6 +50,14 @@ class Settings(KpiVariables, ReportVariables):
     # validated apart, without echoing a value). None: not chosen, nothing may be ingested.
     phone_numbers: PhoneNumbers | None = None
     sms_bodies: SmsBodies = "drop"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _check_data_dir(cls, value: str) -> str:
+        problem = pattern_problem(str(Path(value).resolve()))
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("lake_uri")
     @classmethod

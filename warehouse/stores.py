@@ -71,6 +71,24 @@ class UnreadablePartitions(Exception):
     message names them and how to replace them (`Lake.unreadable`)."""
 
 
+# What DuckDB's file globs (and fsspec's, on an object store) read as a pattern, and the
+# backslash DuckDB reads as a separator. The views read a table as `<lake>/<table>/*/…`: a lake
+# at `/srv/data*` also read `/srv/data2`'s files, one at `/srv/x[1]` read none, and a `?` cut
+# DuckDB's database path short (`warehouse.duckdb` could not be written).
+PATTERN_CHARACTERS = ("*", "?", "[", "\\")
+
+
+def pattern_problem(path: str) -> str | None:
+    """Why DuckDB cannot be pointed at `path` (one line), or None."""
+    found = [c for c in PATTERN_CHARACTERS if c in path]
+    if not found:
+        return None
+    return (
+        f"the path holds {' '.join(found)}, which DuckDB reads as a file pattern: the views "
+        "would read another directory's files, or none; use a path without * ? [ or \\"
+    )
+
+
 def lake_uri_problem(uri: str) -> str | None:
     """Why `uri` cannot name a lake (one line), or None. Checks the shape only: no I/O."""
     if not uri.strip() or uri != uri.strip():
@@ -81,7 +99,7 @@ def lake_uri_problem(uri: str) -> str | None:
         return f"not a URI ({exc}); {_USAGE}"
     scheme = parsed.scheme.lower()
     if scheme == "":
-        return None  # a plain path
+        return pattern_problem(uri)  # a plain path
     if scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             return (
@@ -90,7 +108,7 @@ def lake_uri_problem(uri: str) -> str | None:
             )
         if not parsed.path.startswith("/"):
             return "file: takes an absolute path: file:///abs/path"
-        return None
+        return pattern_problem(unquote(parsed.path))
     if scheme not in OBJECT_SCHEMES:
         return f"{scheme}:// is not supported; {_USAGE}"
     if not uri.lower().startswith(f"{scheme}://") or not parsed.netloc:
@@ -102,7 +120,7 @@ def lake_uri_problem(uri: str) -> str | None:
         return "the lake URI must not carry credentials: use the store's own variables"
     if parsed.query or parsed.fragment:
         return "the lake URI must not carry a query or a fragment"
-    return None
+    return pattern_problem(parsed.netloc + parsed.path)
 
 
 def _check_uri(uri: str) -> None:

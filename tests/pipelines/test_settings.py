@@ -27,6 +27,9 @@ from pipelines.settings import SettingsError, settings_from_env
         ("CDRHOUSE_CURRENCY", "euro", "not an ISO 4217 currency code"),
         ("CDRHOUSE_CURRENCY", "eur", "did you mean 'EUR'?"),
         ("CDRHOUSE_CURRENCY", "€", "three capital letters"),
+        ("CDRHOUSE_DATA_DIR", "/srv/data*", "DuckDB reads as a file pattern"),
+        ("CDRHOUSE_DATA_DIR", "/srv/x?y", "DuckDB reads as a file pattern"),
+        ("CDRHOUSE_LAKE_URI", "file:///srv/lake%5B1%5D", "holds ["),
     ],
 )
 def test_a_bad_value_names_its_variable(name: str, value: str, expected: str) -> None:

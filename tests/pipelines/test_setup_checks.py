@@ -27,6 +27,9 @@ from warehouse.stores import lake_uri_problem, setup_problem
         "s3a://bucket/lake",
         "gs://bucket/lake",
         "abfs://container/lake",
+        # Characters DuckDB's globs take as themselves (tests/reliability/test_bad_inputs.py)
+        "/srv/it's a {x} ü,]%s/lake",
+        "file:///srv/it%27s%20%7Bx%7D/lake",
     ],
 )
 def test_lake_uris_that_can_work_are_accepted(uri: str) -> None:
@@ -46,6 +49,12 @@ def test_lake_uris_that_can_work_are_accepted(uri: str) -> None:
         ("s3://AKIA:secret@bucket/lake", "must not carry credentials"),
         ("s3://bucket/lake?versionId=1", "query"),
         (" s3://bucket/lake", "padded"),
+        # DuckDB's globs: `/srv/data*` also read `/srv/data2`'s files, `x[1]` read none.
+        ("/srv/data*/lake", "holds *"),
+        ("data[1]/lake", "holds ["),
+        ("file:///srv/lake%5B1%5D", "holds ["),
+        ("file:///srv/a\\b/lake", "holds \\"),
+        ("s3://bucket/lake-*", "holds *"),
         ("", "empty"),
     ],
 )

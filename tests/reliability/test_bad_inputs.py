@@ -96,6 +96,17 @@ SETUP_CASES: dict[str, tuple[dict[str, str], tuple[str, str] | None, tuple[str, 
         None,
         ("CDRHOUSE_LAKE_URI='file://data", "file:///"),
     ),
+    # DuckDB reads the lake as `<lake>/<table>/*/…`: `data*` also read a `data2` lake's files.
+    "data-dir-glob": (
+        {"CDRHOUSE_DATA_DIR": "{tmp}/data*"},
+        None,
+        ("the data dir ", "/data* (CDRHOUSE_DATA_DIR", "holds *"),
+    ),
+    "lake-uri-glob": (
+        {"CDRHOUSE_LAKE_URI": "{tmp}/lake[1]"},
+        None,
+        ("CDRHOUSE_LAKE_URI=", "holds ["),
+    ),
     "start-year-1": ({}, ("0001-01-01", "0001-01-02"), ("--start 0001-01-01", "2000-01-01")),
     "start-before-the-api": ({}, ("1999-12-31", "2000-01-02"), ("--start 1999-12-31",)),
     "start-after-today": ({}, (FAR_FUTURE, "2999-01-02"), ("--start 2999-01-01", "yesterday")),
