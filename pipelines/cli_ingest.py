@@ -78,10 +78,39 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
             f"DAGSTER_HOME={home!r} is not a directory: create it (it holds dagster.yaml, e.g. "
             "pipelines/deploy/dagster.yaml) or unset it to run on a throwaway instance"
         )
+    if home and _sqlite_url_problem(Path(home)):
+        return (
+            f"DAGSTER_HOME={home!r}: Dagster's SQLite storage puts this path in a database URL, "
+            "where ? starts a query and %XX is decoded (it wrote a database outside the home, "
+            "then failed): use a path without ? or %XX, or PostgreSQL storage"
+        )
     first = env.get("CDRHOUSE_START_DATE")
     with contextlib.suppress(ValueError):  # not a date: the settings say so, in their words
         problem = start_date_problem(date.fromisoformat(first)) if first else None
     return f"CDRHOUSE_START_DATE={first!r}: {problem}" if problem else None
+
+
+def _sqlite_url_problem(home: Path) -> bool:
+    """Whether the instance at `home` keeps its storage in SQLite files (no `storage`
+    in its dagster.yaml naming another database) whose URL its path would garble."""
+    import re
+
+    path = str(home.resolve())
+    if "?" not in path and not re.search(r"%[0-9A-Fa-f]{2}", path):
+        return False
+    try:
+        text = (home / "dagster.yaml").read_text()
+    except OSError:
+        return True  # no file: Dagster's default, SQLite
+    import yaml
+
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False  # Dagster names what is wrong with the file
+    keys = ("storage", "run_storage", "event_log_storage", "schedule_storage")
+    stores = [str(config.get(k)) for k in keys] if isinstance(config, dict) else []
+    return not any("postgres" in s or "mysql" in s for s in stores)
 
 
 def env_data_dir(env: Mapping[str, str]) -> Path:

@@ -310,3 +310,23 @@ def test_a_day_in_another_iso_form_is_refused_not_read_as_some_day(
     assert f"--start {start!r} is not a date; use YYYY-MM-DD" in text, text
     assert len(text.strip().splitlines()) == 1
     assert not (tmp_path / "lake").exists()
+
+
+@pytest.mark.parametrize("name", ["home?x", "home%20x"])
+def test_a_dagster_home_that_garbles_sqlites_url_is_refused_before_dagster_writes(
+    clock: SessionClock, tmp_path: Path, name: str
+) -> None:
+    """Dagster's SQLite URL cut `home?x` at the `?`: it wrote a database `home` beside the
+    home, then failed with "no such table: event_logs"."""
+    (tmp_path / name).mkdir()
+    day = clock.days_ago(2)
+    env = clean_env(
+        CC_API_BASE_URL="sandbox",
+        CDRHOUSE_DATA_DIR=str(tmp_path / "data"),
+        DAGSTER_HOME=str(tmp_path / name),
+    )
+    argv = ["ingest", "--start", day.isoformat(), "--end", str(day + timedelta(1))]
+    run = run_cdrhouse([*argv, "--no-snapshots"], env)
+    assert_one_line_setup_error(run, f"DAGSTER_HOME='{tmp_path / name}'", "without ? or %XX")
+    assert tree(tmp_path) == [name]
+    LEDGER.bad_inputs.add(f"dagster-home-{name}")
