@@ -1,6 +1,8 @@
 -- rpt_interval_kpis: how did each queue serve its inbound calls in each 15-minute interval?
--- Grain: one row per (interval_start_local, queue_id) with at least one offered call; inbound
--- calls routed to a queue only (docs/metrics.md defines every column). The local time is
+-- Grain: one row per (account_id, interval_start_utc, queue_id) with at least one offered
+-- call; inbound calls routed to a queue only (docs/metrics.md defines every column). On the
+-- night clocks go back, two intervals share an interval_start_local (an hour is lived twice):
+-- key an interval by interval_start_utc. The local time is
 -- the account's zone (`account_settings.timezone`, else `kpi_settings.timezone`,
 -- CDRHOUSE_TIMEZONE); intervals fall on 15-minute boundaries in
 -- every current zone, so each one belongs to exactly one local day and summing the counts and
