@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
@@ -225,6 +227,19 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             print(f"cdrhouse: error: {problem}", file=sys.stderr)
             return 2
     args = build_parser(sandbox_args=serve_sandbox).parse_args(argv)
+    previous = None
+    if not serve_sandbox and threading.current_thread() is threading.main_thread():
+        # A pod's SIGTERM stops a command as Ctrl-C does (Dagster maps it so during its runs
+        # only): runs recorded as ended, views over what landed, exit 130.
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _command(args, env)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         if args.command == "ingest":
             start = parse_day(args.start, "--start")

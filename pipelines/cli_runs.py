@@ -8,6 +8,7 @@ library at module level: `pipelines.cli` imports it, and `cdrhouse --help` must 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -138,15 +139,10 @@ def run_ingest(
     line naming the failure file. Raises `pipelines.preflight.SetupError` (one line) when the
     instance database stops answering: the run cannot even be recorded as ended."""
     from pipelines.definitions import CDR_JOB, SNAPSHOT_JOB
-    from pipelines.failures import (
-        failure_summary,
-        source_not_configured,
-        summary_line,
-        write_failure_summary,
-    )
-    from pipelines.preflight import SETUP_ERROR, SetupError, storage_problem, write_failure
+    from pipelines.preflight import stop_on_interrupt
     from pipelines.resources import ContactCenterResource
     from pipelines.scope import DEFAULT_SCOPE
+    from warehouse.interrupt import deferred_signals, stop_signals
 
     scope = scope or DEFAULT_SCOPE
     api = (defs.resources or {}).get(scope.resource_key)
@@ -154,7 +150,6 @@ def run_ingest(
         # Each run would save the key in the instance's storage (its job snapshot).
         raise ValueError("pass the API key as dg.EnvVar('CC_API_KEY'), not as a value")
     run_config = VERBOSE_RUN_CONFIG if verbose else QUIET_RUN_CONFIG
-    report = IngestReport()
     out = out or sys.stdout
     # Snapshots first: the CDR checks look CDR users up in the users dimension.
     snapshot_job = defs.resolve_job_def(scope.named(SNAPSHOT_JOB))
@@ -163,7 +158,52 @@ def run_ingest(
     plan += [_Planned(k, cdr_job, k) for k in keys]
     if report_days is not None:
         plan.append(_report_run(defs, report_days))
+    # A signal ends the step without a retry (`stop_on_interrupt`), then the command.
+    with stop_signals() as stopped, deferred_signals(stopped):
+        token = stop_on_interrupt.set(stopped)
+        try:
+            return _run_plan(
+                plan,
+                instance=instance,
+                data_dir=data_dir,
+                run_config=run_config,
+                out=out,
+                on_run=on_run,
+                stopped=stopped,
+            )
+        finally:
+            stop_on_interrupt.reset(token)
+
+
+def _run_plan(
+    plan: Sequence[_Planned],
+    *,
+    instance: dg.DagsterInstance,
+    data_dir: Path,
+    run_config: Mapping[str, Any],
+    out: TextIO,
+    on_run: Callable[[RunLine], None] | None,
+    stopped: threading.Event,
+) -> IngestReport:
+    """`run_ingest`'s runs, one after the other; `KeyboardInterrupt` once `stopped` is set."""
+    from pipelines.failures import (
+        failure_summary,
+        source_not_configured,
+        summary_line,
+        write_failure_summary,
+    )
+    from pipelines.preflight import (
+        INTERRUPTED,
+        SETUP_ERROR,
+        SetupError,
+        storage_problem,
+        write_failure,
+    )
+
+    report = IngestReport()
     for planned in plan:
+        if stopped.is_set():
+            raise KeyboardInterrupt
         label, job_name, partition = planned.label, planned.job.name, planned.partition
         begun = time.perf_counter()
         run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
@@ -195,6 +235,12 @@ def run_ingest(
             assert run is not None
             failures = [e for e in result.all_events if e.is_step_failure]
             summary = failure_summary(run, failures)
+            if stopped.is_set() or any(
+                s["error_class"] == INTERRUPTED for s in summary["failed_steps"]
+            ):
+                # Ctrl-C or SIGTERM: the run is recorded as ended, nothing of its day
+                # published; the caller ends the command as interrupted.
+                raise KeyboardInterrupt
             setup = [s for s in summary["failed_steps"] if s["error_class"] == SETUP_ERROR]
             line.failure = summary_line(summary)
             if setup:
@@ -222,6 +268,8 @@ def run_ingest(
             on_run(line)
         if not result.success:
             break
+    if stopped.is_set():  # whatever the last run made of it (a retry, success)
+        raise KeyboardInterrupt
     return report
 
 

@@ -16,6 +16,7 @@ Only the standard library at module level: `cdrhouse --help` imports this module
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import functools
 import importlib.util
@@ -23,6 +24,7 @@ import json
 import logging
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -45,6 +47,21 @@ SANDBOX_EXTRA = "cdrhouse[sandbox]"
 SANDBOX_EXTRA_MODULES = ("starlette", "uvicorn")
 # error_class of a step failure no retry can fix (a full disk, a missing bucket, ...).
 SETUP_ERROR = "SetupError"
+# A step a signal stopped in a run of `cdrhouse ingest` (`stop_on_interrupt`).
+INTERRUPTED = "Interrupted"
+INTERRUPTED_MESSAGE = "interrupted (Ctrl-C or SIGTERM)"
+# Set while `cdrhouse ingest` runs jobs in its own process: the event set when Ctrl-C or
+# SIGTERM arrived (`warehouse.interrupt.stop_signals`). A step then fails, not retried, and
+# the next step fails at once. Dagster retries an interrupted step under its RetryPolicy
+# ("respect retry policy when interrupts occur"), and DuckDB turns one into a RuntimeError
+# any policy retries: 30 s later the day was fetched again, then every later day, and the
+# command ended with 0. A run launched by the daemon keeps Dagster's behaviour.
+stop_on_interrupt: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "stop_on_interrupt", default=None
+)
+# How long a step's error waits for the signal watcher to say it was a signal's doing: the
+# watcher reads the signal on its own thread, maybe after the error reached the step.
+SIGNAL_GRACE_S = 0.2
 # error_class of a run the instance database stopped recording.
 STORAGE_ERROR = "InstanceStorageUnavailable"
 FAILURES_DIR = "failures"
@@ -197,7 +214,9 @@ def fatal_setup_errors(fn: F) -> F:
     refusal, `LakeSourceConflict` and its kinds: their own class).
 
     A RetryPolicy is for the network: retried 30, 60 and 120 s later, a full disk or a missing
-    bucket fails the same way, and the run takes minutes to say so."""
+    bucket fails the same way, and the run takes minutes to say so. In `cdrhouse ingest`'s own
+    runs, any error after Ctrl-C or SIGTERM fails the step so too, error class `Interrupted`
+    (`stop_on_interrupt`)."""
 
     @functools.wraps(fn)
     def step(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -206,11 +225,21 @@ def fatal_setup_errors(fn: F) -> F:
         from pipelines.resources import WarehouseResource, config_failure
         from warehouse.stores import setup_problem
 
+        stopped = stop_on_interrupt.get()
+        if stopped is not None and stopped.is_set():  # a retry after the signal
+            raise config_failure(INTERRUPTED_MESSAGE, INTERRUPTED)
         try:
             yield from fn(*args, **kwargs)
-        except dg.Failure:
+        except GeneratorExit:
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if stopped is not None and (
+                isinstance(exc, (dg.DagsterExecutionInterruptedError, KeyboardInterrupt))
+                or stopped.wait(SIGNAL_GRACE_S)
+            ):
+                raise config_failure(INTERRUPTED_MESSAGE, INTERRUPTED) from None
+            if isinstance(exc, dg.Failure) or not isinstance(exc, Exception):
+                raise
             from warehouse.lake import LakeSourceConflict
 
             if isinstance(exc, LakeSourceConflict):

@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,55 +23,96 @@ if TYPE_CHECKING:
 
 # No signal is numbered 0: the byte that tells the watcher to end.
 _STOP = b"\0"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def stop_signals(act: Callable[[], object] = lambda: None) -> Iterator[threading.Event]:
+    """The event set (and `act` called, on a thread of its own) as soon as SIGINT or SIGTERM
+    arrives while inside, whatever the main thread is doing: in C code, or under a handler of
+    another library's that does not raise (Dagster's, during a run). Off the main thread, or
+    where no Python handler is set for them (no wakeup is written), the event is never set."""
+    fired = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield fired
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # set_wakeup_fd's requirement: a signal never blocks
+    wanted = {sig.to_bytes(1, "little") for sig in STOP_SIGNALS}
+
+    def watch() -> None:
+        while True:
+            data = os.read(read_end, 64)
+            if any(b in data for b in wanted) and not fired.is_set():
+                fired.set()
+                act()
+            if not data or _STOP in data:
+                return
+
+    watcher = threading.Thread(target=watch, name="cdrhouse-signals", daemon=True)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    watcher.start()
+    try:
+        yield fired
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.write(write_end, _STOP)
+        watcher.join()
+        os.close(read_end)
+        os.close(write_end)
+
+
+@contextlib.contextmanager
+def deferred_signals(stopped: threading.Event) -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM (where Python raises them as Ctrl-C) set `stopped`
+    instead of raising wherever the main thread is: a KeyboardInterrupt inside Dagster's
+    event storage was logged as a traceback, and could leave a run half-recorded. The code
+    inside checks `stopped` at its safe points."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    deferred = [s for s in STOP_SIGNALS if signal.getsignal(s) is signal.default_int_handler]
+    handlers = {sig: signal.signal(sig, lambda _s, _f: stopped.set()) for sig in deferred}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
 def interruptible(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """While inside, a SIGINT interrupts `con`'s query, and the block ends with
-    `KeyboardInterrupt` whatever DuckDB raised. Nothing is done off the main thread (only it
-    may set the wakeup fd) or where SIGINT is ignored or not Python's (no wakeup is written)."""
+    """While inside, a SIGINT (or a SIGTERM made alike) interrupts `con`'s query, and the
+    block ends with `KeyboardInterrupt` whatever DuckDB raised. Nothing is done off the main
+    thread (only it may set the wakeup fd) or where SIGINT is ignored or not Python's."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
         yield
         return
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)  # set_wakeup_fd's requirement: a signal never blocks
-    fired = threading.Event()
+    # SIGTERM too where `cdrhouse` made it Ctrl-C's (pipelines.cli.main).
+    stopping = [s for s in STOP_SIGNALS if signal.getsignal(s) is signal.default_int_handler]
+    raised = threading.Event()
 
-    def watch() -> None:
-        while True:
-            data = os.read(read_end, 64)
-            if signal.SIGINT.to_bytes(1, "little") in data:
-                fired.set()
-                con.interrupt()
-            if not data or _STOP in data:
-                return
-
-    def on_sigint(_signum: int, _frame: object) -> None:
+    def on_signal(_signum: int, _frame: object) -> None:
         # Python's own handler, which also says it ran: DuckDB's streaming fetch runs it while
         # it reads, and turns the KeyboardInterrupt into a RuntimeError, maybe before the
         # watcher has read the fd.
-        fired.set()
+        raised.set()
         raise KeyboardInterrupt
 
-    watcher = threading.Thread(target=watch, name="cdrhouse-sigint", daemon=True)
-    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    handler = signal.signal(signal.SIGINT, on_sigint)
-    watcher.start()
+    handlers = {sig: signal.signal(sig, on_signal) for sig in stopping}
     try:
-        yield
-    except BaseException as exc:
-        if fired.is_set() and not isinstance(exc, KeyboardInterrupt):
-            raise KeyboardInterrupt from None
-        raise
+        with stop_signals(con.interrupt) as fired:
+            try:
+                yield
+            except BaseException as exc:
+                if (fired.is_set() or raised.is_set()) and not isinstance(exc, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise
     finally:
-        signal.signal(signal.SIGINT, handler)
-        signal.set_wakeup_fd(previous)
-        os.write(write_end, _STOP)
-        watcher.join()
-        os.close(read_end)
-        os.close(write_end)
-    if fired.is_set():  # the query had ended: Python's own handler raises at once anyway
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if fired.is_set() or raised.is_set():  # the query had ended: raise as Python's handler would
         raise KeyboardInterrupt
