@@ -35,17 +35,18 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "sig"),
     [
-        ["--format", "table"],
-        ["--format", "csv"],
-        ["--format", "json", "--output", "out.json"],
-        ["--format", "parquet", "--output", "out.parquet"],
+        (["--format", "table"], signal.SIGINT),
+        (["--format", "csv"], signal.SIGINT),
+        (["--format", "json", "--output", "out.json"], signal.SIGINT),
+        (["--format", "parquet", "--output", "out.parquet"], signal.SIGINT),
+        (["--format", "table"], signal.SIGTERM),  # a pod stopped: as Ctrl-C
     ],
-    ids=["table", "csv-stdout", "json-file", "parquet-file"],
+    ids=["table", "csv-stdout", "json-file", "parquet-file", "table-sigterm"],
 )
 def test_ctrl_c_stops_a_long_query_at_once_and_writes_nothing(
-    small: SmallWarehouse, tmp_path: Path, argv: list[str]
+    small: SmallWarehouse, tmp_path: Path, argv: list[str], sig: signal.Signals
 ) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -61,8 +62,8 @@ def test_ctrl_c_stops_a_long_query_at_once_and_writes_nothing(
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the query never started"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        run = finish(proc, time.monotonic(), STOP_LIMIT_S, since="Ctrl-C")
+        proc.send_signal(sig)
+        run = finish(proc, time.monotonic(), STOP_LIMIT_S, since=sig.name)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
