@@ -175,6 +175,25 @@ def _report_currency(env: Mapping[str, str]) -> str | None:
         raise CliError(str(exc)) from None
 
 
+def _lake_moved(data_dir: Path, lake_uri: str | None, recorded: str | None) -> str | None:
+    """The lake the views must be rebuilt over when it is not the one they were built over
+    (`recorded`): CDRHOUSE_LAKE_URI when set; else the data dir's own lake when it holds data
+    (a data dir copied or moved: its views kept reading the old path's files, or failed with
+    "No files found" there). None to keep the file's: an analyst's file over another lake."""
+    if recorded is None:
+        return None
+    from warehouse.analyst import default_lake_uri, same_lake
+
+    if lake_uri is not None:
+        return None if same_lake(lake_uri, recorded) else lake_uri
+    own = default_lake_uri(data_dir)
+    if same_lake(own, recorded) or not (data_dir / "lake").is_dir():
+        return None
+    from warehouse.lake import Lake
+
+    return own if Lake(own).source_shown() is not None else None
+
+
 def _views_follow_kpi_settings(
     data_dir: Path, lake_uri: str | None, kpi: KpiSettings | None
 ) -> KpiSettings:
@@ -186,15 +205,22 @@ def _views_follow_kpi_settings(
     exists = (data_dir / "warehouse.duckdb").exists()
     if not exists and lake_uri is None and not (data_dir / "lake").is_dir():
         return kpi or KpiSettings()  # no views, no lake: nothing to build (usage errors stay light)
-    from warehouse.analyst import built_kpi_settings, built_lake_uri
+    from warehouse.analyst import built_kpi_and_lake
 
-    built = built_kpi_settings(data_dir) if exists else None
-    if built is not None and (kpi is None or built == kpi):
+    built, recorded = built_kpi_and_lake(data_dir) if exists else (None, None)
+    moved = _lake_moved(data_dir, lake_uri, recorded)
+    if built is not None and (kpi is None or built == kpi) and moved is None:
         return built  # (a file older than the KPI views has none: it is rebuilt)
     from warehouse.duck import build_warehouse
     from warehouse.lake import Lake
 
-    lake_uri = lake_uri or (built_lake_uri(data_dir) if exists else None)
+    if moved is not None:
+        print(
+            f"cdrhouse: the views were built over {recorded}; rebuilding them over {moved} "
+            f"({'CDRHOUSE_LAKE_URI' if lake_uri else 'the lake of CDRHOUSE_DATA_DIR'})",
+            file=sys.stderr,
+        )
+    lake_uri = moved or lake_uri or recorded
     if not exists:
         lake = Lake(lake_uri or (data_dir.resolve() / "lake").as_uri())
         if lake.source_shown() is None:
@@ -205,9 +231,9 @@ def _views_follow_kpi_settings(
         # An analyst who may read the data dir but not write it: answer from the views as
         # they are, and say so, rather than fail a read over a rebuild.
         print(
-            f"cdrhouse: warning: the views could not be rebuilt with the KPI settings set now "
-            f"({type(exc).__name__}: {exc.strerror or exc}); answering with those they were "
-            "built with",
+            f"cdrhouse: warning: the views could not be rebuilt with the KPI settings and lake "
+            f"set now ({type(exc).__name__}: {exc.strerror or exc}); answering with those they "
+            "were built with",
             file=sys.stderr,
         )
         return built or KpiSettings()

@@ -240,6 +240,14 @@ def run(
                 file=sys.stderr,
             )
             return 1
+        except KeyboardInterrupt:
+            print(
+                f"cdrhouse privacy forget: interrupted in account {account}: the token is on "
+                "the forget-list and the partitions rewritten so far stay so; others may still "
+                "hold it: run the command again to rewrite them",
+                file=sys.stderr,
+            )
+            raise
         _print(account, token, result)
         rows += result.rows
         partitions += result.partitions

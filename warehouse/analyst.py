@@ -241,6 +241,32 @@ def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
     return KpiSettings.from_json(str(row[0])) if row else None
 
 
+def built_kpi_and_lake(data_dir: Path) -> tuple[KpiSettings | None, str | None]:
+    """`built_kpi_settings` and `built_lake_uri` in one open of the file."""
+    path = Path(data_dir).resolve() / WAREHOUSE_FILE
+    if not path.exists():
+        return None, None
+    import duckdb
+
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            uri = warehouse_lake_uri(con)
+            try:
+                row = con.execute(f"SELECT settings_json FROM {KPI_SETTINGS_VIEW}").fetchone()
+            except duckdb.CatalogException:
+                row = None
+    except duckdb.Error:
+        return None, None
+    return (KpiSettings.from_json(str(row[0])) if row else None), uri
+
+
+def same_lake(a: str, b: str) -> bool:
+    """Whether two lake URIs name one lake (a local one by its resolved path)."""
+    if is_local_uri(a) and is_local_uri(b):
+        return root_from_uri(a) == root_from_uri(b)
+    return a.rstrip("/") == b.rstrip("/")
+
+
 def built_account_zones(data_dir: Path) -> dict[str, str] | None:
     """The account zones `warehouse.duckdb` was built with (`account_settings`; None: absent
     or older than accounts)."""

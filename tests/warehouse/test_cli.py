@@ -269,3 +269,53 @@ def test_every_table_exports_to_csv_with_lists_and_maps_as_json(
     tags = json.loads(row.split(",", 1)[1].strip('"').replace('""', '"'))
     assert isinstance(tags, list)
     assert len(tags) > 1
+
+
+def _cdrs_by_day(data_dir: Path, capsys, env: dict[str, str] | None = None) -> tuple[str, str]:
+    query = "SELECT CAST(date AS VARCHAR) AS d, count(*) AS n FROM cdrs GROUP BY 1 ORDER BY 1"
+    code = main(
+        ["sql", "--format", "csv", query], env={"CDRHOUSE_DATA_DIR": str(data_dir), **(env or {})}
+    )
+    assert code == 0
+    captured = capsys.readouterr()
+    return captured.out, captured.err
+
+
+def _copy_without_last_day(small: SmallWarehouse, to: Path) -> Path:
+    """A copy of the data dir whose lake lacks the last day: answers tell the two lakes apart."""
+    import shutil
+
+    shutil.copytree(small.data_dir, to)
+    last = START + dt.timedelta(days=DAYS - 1)
+    for table in (to / "lake").iterdir():
+        shutil.rmtree(table / f"date={last}", ignore_errors=True)
+    return to
+
+
+def test_a_copied_data_dir_is_answered_from_its_own_lake(
+    small: SmallWarehouse, tmp_path: Path, capsys
+) -> None:
+    # Its views were built over the original's lake: they kept reading that one.
+    original, _ = _cdrs_by_day(small.data_dir, capsys)
+    copy = _copy_without_last_day(small, tmp_path / "copy")
+    out, err = _cdrs_by_day(copy, capsys)
+    assert out != original
+    assert out.splitlines() == original.splitlines()[: DAYS]  # header and the first days
+    assert f"rebuilding them over {(copy / 'lake').as_uri()}" in err
+    assert _cdrs_by_day(copy, capsys) == (out, "")  # once
+    assert _cdrs_by_day(small.data_dir, capsys) == (original, "")  # the original untouched
+
+
+def test_the_lake_set_in_cdrhouse_lake_uri_is_the_one_answered_from(
+    small: SmallWarehouse, tmp_path: Path, capsys
+) -> None:
+    original, _ = _cdrs_by_day(small.data_dir, capsys)
+    other = _copy_without_last_day(small, tmp_path / "other")
+    views = tmp_path / "views"  # a data dir of views only, built over the original's lake
+    views.mkdir()
+    (views / "warehouse.duckdb").write_bytes((small.data_dir / "warehouse.duckdb").read_bytes())
+    assert _cdrs_by_day(views, capsys) == (original, "")  # an analyst's file: its own lake
+    lake_env = {"CDRHOUSE_LAKE_URI": (other / "lake").as_uri()}
+    out, err = _cdrs_by_day(views, capsys, lake_env)
+    assert out.splitlines() == original.splitlines()[: DAYS]
+    assert "(CDRHOUSE_LAKE_URI)" in err

@@ -109,6 +109,8 @@ def test_ctrl_c_during_a_views_rebuild_leaves_the_warehouse_as_it_was(
             proc.wait()
 
     assert run.code == 130, str(run)
-    assert run.stderr == "cdrhouse: interrupted\n", str(run)
+    # (The copy's views were built over the original's lake: it says it rebuilds them first.)
+    assert run.stderr.splitlines()[-1] == "cdrhouse: interrupted", str(run)
+    assert "Traceback" not in run.stderr
     assert (data_dir / "warehouse.duckdb").read_bytes() == before
     assert sorted(p.name for p in data_dir.iterdir()) == ["lake", "warehouse.duckdb"]
