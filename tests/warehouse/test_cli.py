@@ -300,7 +300,7 @@ def test_a_copied_data_dir_is_answered_from_its_own_lake(
     copy = _copy_without_last_day(small, tmp_path / "copy")
     out, err = _cdrs_by_day(copy, capsys)
     assert out != original
-    assert out.splitlines() == original.splitlines()[: DAYS]  # header and the first days
+    assert out.splitlines() == original.splitlines()[:DAYS]  # header and the first days
     assert f"rebuilding them over {(copy / 'lake').as_uri()}" in err
     assert _cdrs_by_day(copy, capsys) == (out, "")  # once
     assert _cdrs_by_day(small.data_dir, capsys) == (original, "")  # the original untouched
@@ -317,5 +317,5 @@ def test_the_lake_set_in_cdrhouse_lake_uri_is_the_one_answered_from(
     assert _cdrs_by_day(views, capsys) == (original, "")  # an analyst's file: its own lake
     lake_env = {"CDRHOUSE_LAKE_URI": (other / "lake").as_uri()}
     out, err = _cdrs_by_day(views, capsys, lake_env)
-    assert out.splitlines() == original.splitlines()[: DAYS]
+    assert out.splitlines() == original.splitlines()[:DAYS]
     assert "(CDRHOUSE_LAKE_URI)" in err
