@@ -177,17 +177,20 @@ def _report_currency(env: Mapping[str, str]) -> str | None:
 
 def _lake_moved(data_dir: Path, lake_uri: str | None, recorded: str | None) -> str | None:
     """The lake the views must be rebuilt over when it is not the one they were built over
-    (`recorded`): CDRHOUSE_LAKE_URI when set; else the data dir's own lake when it holds data
-    (a data dir copied or moved: its views kept reading the old path's files, or failed with
-    "No files found" there). None to keep the file's: an analyst's file over another lake."""
+    (`recorded`): CDRHOUSE_LAKE_URI when set; else, for views built over a local lake, the
+    data dir's own lake when it holds data (a data dir copied or moved: its views kept reading
+    the old path's files, or failed with "No files found" there). None to keep the file's: an
+    analyst's file over another lake, or over an object store (CDRHOUSE_LAKE_URI left unset
+    beside an old local lake is not taken for a move)."""
     if recorded is None:
         return None
     from warehouse.analyst import default_lake_uri, same_lake
+    from warehouse.stores import is_local_uri
 
     if lake_uri is not None:
         return None if same_lake(lake_uri, recorded) else lake_uri
     own = default_lake_uri(data_dir)
-    if same_lake(own, recorded) or not (data_dir / "lake").is_dir():
+    if not is_local_uri(recorded) or same_lake(own, recorded) or not (data_dir / "lake").is_dir():
         return None
     from warehouse.lake import Lake
 

@@ -319,3 +319,19 @@ def test_the_lake_set_in_cdrhouse_lake_uri_is_the_one_answered_from(
     out, err = _cdrs_by_day(views, capsys, lake_env)
     assert out.splitlines() == original.splitlines()[:DAYS]
     assert "(CDRHOUSE_LAKE_URI)" in err
+
+
+def test_which_lake_the_views_follow(small: SmallWarehouse, tmp_path: Path) -> None:
+    from pipelines.cli import _lake_moved
+
+    copy = _copy_without_last_day(small, tmp_path / "copy")
+    own, old = (copy / "lake").as_uri(), (small.data_dir / "lake").as_uri()
+    assert _lake_moved(copy, None, old) == own  # copied: its own lake
+    assert _lake_moved(copy, None, own) is None
+    assert _lake_moved(copy, None, None) is None  # a file older than the record: as it was
+    # Views over an object store beside an old local lake: CDRHOUSE_LAKE_URI forgotten, not
+    # a move; the file keeps its lake.
+    assert _lake_moved(copy, None, "s3://acme/lake") is None
+    assert _lake_moved(copy, "s3://acme/lake/", "s3://acme/lake") is None
+    assert _lake_moved(copy, old, own) == old  # set: always the one set
+    assert _lake_moved(tmp_path / "views-only", None, old) is None  # no lake of its own
