@@ -71,13 +71,18 @@ def deferred_signals(stopped: threading.Event) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    deferred = [s for s in STOP_SIGNALS if signal.getsignal(s) is signal.default_int_handler]
-    handlers = {sig: signal.signal(sig, lambda _s, _f: stopped.set()) for sig in deferred}
+    # Both restored on the way out, deferred or not: Dagster maps SIGTERM to SIGINT's handler
+    # (ours, inside) when a run ends, which would outlive this block.
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig, handler in before.items():
+        if handler is signal.default_int_handler:
+            signal.signal(sig, lambda _s, _f: stopped.set())
     try:
         yield
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+        for sig, handler in before.items():
+            if handler is not None:  # (None: not set from Python, nothing to put back)
+                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

@@ -18,9 +18,10 @@ import dagster as dg
 import pytest
 
 from connectors.sandbox import FaultConfig
+from pipelines.cli_runs import run_ingest
 from tests.support.cli import clean_env, finish, start_cdrhouse
 from tests.support.clock import SessionClock
-from tests.support.served import ServedSandbox
+from tests.support.served import ServedSandbox, sandbox_defs
 
 CDRS_PATH = "/api/v4/reporting/cdrs"
 # Each answer takes this long: the day's fetch is under way for seconds.
@@ -69,3 +70,24 @@ def test_a_signal_during_a_days_fetch_stops_the_ingest_there(
     with dg.DagsterInstance.from_config(str(home)) as instance:
         statuses = {r.tags.get("dagster/partition"): r.status for r in instance.get_runs()}
     assert statuses == {days[0].isoformat(): dg.DagsterRunStatus.FAILURE}
+
+
+def test_run_ingest_leaves_the_callers_signal_handlers_as_they_were(
+    clock: SessionClock, tmp_path: Path
+) -> None:
+    """Called in a process of its own (not `cdrhouse`), `run_ingest` puts SIGINT and SIGTERM
+    back: Dagster maps SIGTERM to SIGINT's handler when a run ends, which was the run loop's
+    own, setting an event nobody read: SIGTERM did nothing in that process afterwards."""
+    day = clock.days_ago(3)
+    defs = sandbox_defs(tmp_path, day, 20)
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        with dg.DagsterInstance.ephemeral() as instance:
+            report = run_ingest(
+                defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False
+            )
+        assert report.success
+        assert {s: signal.getsignal(s) for s in before} == before
+    finally:
+        signal.signal(signal.SIGTERM, previous)
