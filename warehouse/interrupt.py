@@ -1,12 +1,14 @@
-"""Ctrl-C stops a running DuckDB query.
+"""Ctrl-C (and the SIGTERM a stopped pod gets) stops what a command is doing, at once.
 
 Python runs its SIGINT handler only between bytecodes, and DuckDB returns rows to Python only
 when the query ends: `cdrhouse sql` as a table ran a long cross join on for minutes after
 Ctrl-C, and a file format stopped with a `RuntimeError: Query interrupted` traceback. Python's
 C-level handler also writes the signal's number to the wakeup fd at once, whatever the main
-thread is doing: a thread waiting on that fd interrupts the connection (DuckDB's
-`interrupt()` is made to be called from another thread), the query ends with DuckDB's
-interrupt error, and the command ends as interrupted (`KeyboardInterrupt`).
+thread is doing, and whichever Python handler is set (Dagster's, during a run, only notes
+it): a thread waiting on that fd (`stop_signals`) sets an event and acts, here by
+interrupting the connection (DuckDB's `interrupt()` is made to be called from another
+thread; `interruptible`), for `cdrhouse ingest` by ending its steps without a retry
+(`pipelines.preflight.stop_on_interrupt`).
 """
 
 from __future__ import annotations
