@@ -42,6 +42,7 @@ from pipelines.partitions import partition_window
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
+from warehouse.interrupt import held_signals
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import NormalizedTables, normalize_decoded
 from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
@@ -445,7 +446,12 @@ def land_day(
     # refused before the API is called.
     lake.check_landing(privacy.key_check)
     pz = Pseudonymizer.for_lake(privacy, lake)
-    with lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
+    # Exited last: from the checks' pass until every table of the day is renamed into place,
+    # Ctrl-C or SIGTERM waits (between two renames, it would leave the day's tables from two
+    # fetches; a step retry used to mend that, an interrupted `cdrhouse ingest` no longer
+    # retries).
+    publishing = ExitStack()
+    with publishing, lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
         try:
             with _table_writers(lake, key, tables, source, privacy.key_check) as writers:
                 day = DayWriter(raw, writers, checks, stats, privacy=pz)
@@ -461,6 +467,7 @@ def land_day(
                     day.close()
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
+                publishing.enter_context(held_signals())
         except Withheld:
             raw.reject()
             for table in tables:

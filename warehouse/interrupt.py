@@ -88,6 +88,29 @@ def deferred_signals(stopped: threading.Event) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """A section a signal must not cut in two (a day's tables renamed into place one after
+    the other): SIGINT and SIGTERM that arrive inside are delivered again, to the handlers
+    that were set, when it ends. Off the main thread, nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig, handler in before.items():
+        if callable(handler):  # a Python handler that would raise in the section
+            signal.signal(sig, lambda signum, _f: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if callable(handler):
+                signal.signal(sig, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
 def interruptible(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """While inside, a SIGINT (or a SIGTERM made alike) interrupts `con`'s query, and the
     block ends with `KeyboardInterrupt` whatever DuckDB raised. Nothing is done off the main
