@@ -194,7 +194,8 @@ def _lake_moved(data_dir: Path, lake_uri: str | None, recorded: str | None) -> s
         return None
     from warehouse.lake import Lake
 
-    return own if Lake(own).source_shown() is not None else None
+    # Any account's data: a lake of several accounts holds it in its sub-lakes only.
+    return own if Lake(own).accounts() else None
 
 
 def _views_follow_kpi_settings(

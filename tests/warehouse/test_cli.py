@@ -335,3 +335,8 @@ def test_which_lake_the_views_follow(small: SmallWarehouse, tmp_path: Path) -> N
     assert _lake_moved(copy, "s3://acme/lake/", "s3://acme/lake") is None
     assert _lake_moved(copy, old, own) == old  # set: always the one set
     assert _lake_moved(tmp_path / "views-only", None, old) is None  # no lake of its own
+    # A lake of several accounts: its data is in its sub-lakes only.
+    accounts = tmp_path / "accounts"
+    (accounts / "lake").mkdir(parents=True)
+    (copy / "lake").rename(accounts / "lake" / "account_id=emea")
+    assert _lake_moved(accounts, None, old) == (accounts / "lake").as_uri()
