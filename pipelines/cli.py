@@ -227,7 +227,7 @@ def _views_follow_kpi_settings(
     lake_uri = moved or lake_uri or recorded
     if not exists:
         lake = Lake(lake_uri or (data_dir.resolve() / "lake").as_uri())
-        if lake.source_shown() is None:
+        if not lake.accounts():  # (a lake of several accounts: in its sub-lakes only)
             return kpi or KpiSettings()  # nothing to build over: the command says so itself
     try:
         build_warehouse(data_dir, lake_uri, kpi=kpi)

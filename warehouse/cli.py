@@ -282,7 +282,7 @@ def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
     from warehouse.lake import Lake
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
-    if lake.source_shown() is None:
+    if not lake.accounts():  # no account's data (several accounts: in their sub-lakes)
         return (
             f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
             "run `cdrhouse ingest` first"

@@ -340,3 +340,18 @@ def test_which_lake_the_views_follow(small: SmallWarehouse, tmp_path: Path) -> N
     (accounts / "lake").mkdir(parents=True)
     (copy / "lake").rename(accounts / "lake" / "account_id=emea")
     assert _lake_moved(accounts, None, old) == (accounts / "lake").as_uri()
+
+
+def test_a_lake_of_several_accounts_gets_its_views_on_a_machine_without_them(
+    small: SmallWarehouse, tmp_path: Path, capsys
+) -> None:
+    """An analyst's first `cdrhouse sql` over a lake whose data is all in account sub-lakes:
+    it said "no data in the lake" (the root has no data of its own)."""
+    import shutil
+
+    data_dir = tmp_path / "analyst"
+    (data_dir / "lake").mkdir(parents=True)
+    shutil.copytree(small.data_dir / "lake", data_dir / "lake" / "account_id=emea")
+    out, _ = _cdrs_by_day(data_dir, capsys)
+    assert out == _cdrs_by_day(small.data_dir, capsys)[0]
+    assert (data_dir / "warehouse.duckdb").exists()
