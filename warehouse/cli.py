@@ -384,6 +384,16 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     if args.lake_command == "views":
+        if not (Path(data_dir) / WAREHOUSE_FILE).exists() and not lake.accounts():
+            # A typo in CDRHOUSE_DATA_DIR made a directory and empty views there, as `sql`
+            # and `report` refuse to.
+            print(
+                f"cdrhouse lake views: error: no warehouse at {Path(data_dir) / WAREHOUSE_FILE} "
+                f"and no data in the lake at {lake.uri}; run `cdrhouse ingest` first, or set "
+                "CDRHOUSE_LAKE_URI",
+                file=sys.stderr,
+            )
+            return 1
         try:
             path = build_warehouse(Path(data_dir), lake.uri)
         except UnreadablePartitions as exc:

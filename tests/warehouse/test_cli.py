@@ -355,3 +355,13 @@ def test_a_lake_of_several_accounts_gets_its_views_on_a_machine_without_them(
     out, _ = _cdrs_by_day(data_dir, capsys)
     assert out == _cdrs_by_day(small.data_dir, capsys)[0]
     assert (data_dir / "warehouse.duckdb").exists()
+
+
+def test_lake_views_over_no_data_is_refused_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    """A typo in CDRHOUSE_DATA_DIR: `lake views` made the directory and empty views there."""
+    typo = tmp_path / "dtaa"
+    assert main(["lake", "views"], env={"CDRHOUSE_DATA_DIR": str(typo)}) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cdrhouse lake views: error: no warehouse at "), err
+    assert "no data in the lake" in err
+    assert not typo.exists()
