@@ -228,21 +228,12 @@ def local_lake_directories(root: Path) -> list[str]:
 
 def built_kpi_settings(data_dir: Path) -> KpiSettings | None:
     """The KPI settings `warehouse.duckdb` was built with (None: absent or older than them)."""
-    path = Path(data_dir).resolve() / WAREHOUSE_FILE
-    if not path.exists():
-        return None
-    import duckdb
-
-    try:
-        with duckdb.connect(str(path), read_only=True) as con:
-            row = con.execute(f"SELECT settings_json FROM {KPI_SETTINGS_VIEW}").fetchone()
-    except duckdb.Error:
-        return None
-    return KpiSettings.from_json(str(row[0])) if row else None
+    return built_kpi_and_lake(data_dir)[0]
 
 
 def built_kpi_and_lake(data_dir: Path) -> tuple[KpiSettings | None, str | None]:
-    """`built_kpi_settings` and `built_lake_uri` in one open of the file."""
+    """The KPI settings and the lake URI `warehouse.duckdb` was built with, in one open of the
+    file (each None: absent, or the file is older than its record)."""
     path = Path(data_dir).resolve() / WAREHOUSE_FILE
     if not path.exists():
         return None, None
@@ -283,17 +274,3 @@ def built_account_zones(data_dir: Path) -> dict[str, str] | None:
     except duckdb.Error:
         return None
     return {str(a): str(z) for a, z in rows}
-
-
-def built_lake_uri(data_dir: Path) -> str | None:
-    """The lake URI `warehouse.duckdb` was built over (None: absent, or older than the record)."""
-    path = Path(data_dir).resolve() / WAREHOUSE_FILE
-    if not path.exists():
-        return None
-    import duckdb
-
-    try:
-        with duckdb.connect(str(path), read_only=True) as con:
-            return warehouse_lake_uri(con)
-    except duckdb.Error:
-        return None

@@ -282,13 +282,23 @@ def _ensure_views(data_dir: Path, lake_uri: str | None) -> str | None:
     from warehouse.lake import Lake
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
-    if not lake.accounts():  # no account's data (several accounts: in their sub-lakes)
-        return (
-            f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
-            "run `cdrhouse ingest` first"
-        )
-    build_warehouse(data_dir, lake.uri)
-    return None
+    problem = _nothing_to_view(data_dir, lake)
+    if problem is None:
+        build_warehouse(data_dir, lake.uri)
+    return problem
+
+
+def _nothing_to_view(data_dir: Path, lake: Lake) -> str | None:
+    """What is wrong when there is no warehouse and the lake holds no account's data (a lake
+    of several accounts holds it in its sub-lakes only); None when views can be built."""
+    from warehouse.analyst import WAREHOUSE_FILE
+
+    if (data_dir / WAREHOUSE_FILE).exists() or lake.accounts():
+        return None
+    return (
+        f"no warehouse at {data_dir / WAREHOUSE_FILE} and no data in the lake at {lake.uri}; "
+        "run `cdrhouse ingest` first"
+    )
 
 
 def run(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = None) -> int:
@@ -384,14 +394,10 @@ def run_lake(args: argparse.Namespace, data_dir: Path, lake_uri: str | None) -> 
 
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     if args.lake_command == "views":
-        if not (Path(data_dir) / WAREHOUSE_FILE).exists() and not lake.accounts():
-            # A typo in CDRHOUSE_DATA_DIR made a directory and empty views there, as `sql`
-            # and `report` refuse to.
+        # A typo in CDRHOUSE_DATA_DIR made a directory and empty views there.
+        if (problem := _nothing_to_view(Path(data_dir), lake)) is not None:
             print(
-                f"cdrhouse lake views: error: no warehouse at {Path(data_dir) / WAREHOUSE_FILE} "
-                f"and no data in the lake at {lake.uri}; run `cdrhouse ingest` first, or set "
-                "CDRHOUSE_LAKE_URI",
-                file=sys.stderr,
+                f"cdrhouse lake views: error: {problem}, or set CDRHOUSE_LAKE_URI", file=sys.stderr
             )
             return 1
         try:

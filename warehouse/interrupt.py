@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,7 +45,7 @@ def stop_signals(act: Callable[[], object] = lambda: None) -> Iterator[threading
     def watch() -> None:
         while True:
             data = os.read(read_end, 64)
-            if any(b in data for b in wanted) and not fired.is_set():
+            if any(b in data for b in wanted):  # (the main thread's handler may have set it)
                 fired.set()
                 act()
             if not data or _STOP in data:
@@ -65,6 +65,27 @@ def stop_signals(act: Callable[[], object] = lambda: None) -> Iterator[threading
 
 
 @contextlib.contextmanager
+def _handled(handler: Callable[[int, Any], object], where: Callable[[Any], bool]) -> Iterator[None]:
+    """`handler` for SIGINT and SIGTERM while inside, where `where(their handler)`; both put
+    back on the way out, replaced or not (Dagster maps SIGTERM to SIGINT's handler when a run
+    ends: a handler of the block's would outlive it). Main thread only."""
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig, current in before.items():
+        if where(current):
+            signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, current in before.items():
+            if current is not None:  # (None: not set from Python, nothing to put back)
+                signal.signal(sig, current)
+
+
+def _raises_ctrl_c(handler: Any) -> bool:
+    return handler is signal.default_int_handler
+
+
+@contextlib.contextmanager
 def deferred_signals(stopped: threading.Event) -> Iterator[None]:
     """While inside, SIGINT and SIGTERM (where Python raises them as Ctrl-C) set `stopped`
     instead of raising wherever the main thread is: a KeyboardInterrupt inside Dagster's
@@ -73,18 +94,8 @@ def deferred_signals(stopped: threading.Event) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    # Both restored on the way out, deferred or not: Dagster maps SIGTERM to SIGINT's handler
-    # (ours, inside) when a run ends, which would outlive this block.
-    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    for sig, handler in before.items():
-        if handler is signal.default_int_handler:
-            signal.signal(sig, lambda _s, _f: stopped.set())
-    try:
+    with _handled(lambda _s, _f: stopped.set(), _raises_ctrl_c):
         yield
-    finally:
-        for sig, handler in before.items():
-            if handler is not None:  # (None: not set from Python, nothing to put back)
-                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -96,16 +107,11 @@ def held_signals() -> Iterator[None]:
         yield
         return
     arrived: list[int] = []
-    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    for sig, handler in before.items():
-        if callable(handler):  # a Python handler that would raise in the section
-            signal.signal(sig, lambda signum, _f: arrived.append(signum))
     try:
-        yield
+        # Any Python handler would raise in the section (Dagster's, during a step, too).
+        with _handled(lambda signum, _f: arrived.append(signum), callable):
+            yield
     finally:
-        for sig, handler in before.items():
-            if callable(handler):
-                signal.signal(sig, handler)
         for signum in dict.fromkeys(arrived):
             signal.raise_signal(signum)
 
@@ -115,34 +121,26 @@ def interruptible(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """While inside, a SIGINT (or a SIGTERM made alike) interrupts `con`'s query, and the
     block ends with `KeyboardInterrupt` whatever DuckDB raised. Nothing is done off the main
     thread (only it may set the wakeup fd) or where SIGINT is ignored or not Python's."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    if threading.current_thread() is not threading.main_thread() or not _raises_ctrl_c(
+        signal.getsignal(signal.SIGINT)
     ):
         yield
         return
-    # SIGTERM too where `cdrhouse` made it Ctrl-C's (pipelines.cli.main).
-    stopping = [s for s in STOP_SIGNALS if signal.getsignal(s) is signal.default_int_handler]
-    raised = threading.Event()
+    with stop_signals(con.interrupt) as fired:
 
-    def on_signal(_signum: int, _frame: object) -> None:
-        # Python's own handler, which also says it ran: DuckDB's streaming fetch runs it while
-        # it reads, and turns the KeyboardInterrupt into a RuntimeError, maybe before the
-        # watcher has read the fd.
-        raised.set()
-        raise KeyboardInterrupt
+        def on_signal(_signum: int, _frame: object) -> None:
+            # Python's own handler, which also says it ran: DuckDB's streaming fetch runs it
+            # while it reads, and turns the KeyboardInterrupt into a RuntimeError, maybe
+            # before the watcher has read the fd.
+            fired.set()
+            raise KeyboardInterrupt
 
-    handlers = {sig: signal.signal(sig, on_signal) for sig in stopping}
-    try:
-        with stop_signals(con.interrupt) as fired:
-            try:
+        try:
+            with _handled(on_signal, _raises_ctrl_c):  # SIGTERM too where `cdrhouse` made it so
                 yield
-            except BaseException as exc:
-                if (fired.is_set() or raised.is_set()) and not isinstance(exc, KeyboardInterrupt):
-                    raise KeyboardInterrupt from None
-                raise
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    if fired.is_set() or raised.is_set():  # the query had ended: raise as Python's handler would
+        except BaseException as exc:
+            if fired.is_set() and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+            raise
+    if fired.is_set():  # the query had ended: raise as Python's handler would
         raise KeyboardInterrupt
