@@ -109,6 +109,11 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     max_attempts: int = Field(default=6, description="Attempts per request inside the client.")
     max_retry_s: float = Field(default=60.0, description="Retry budget per request.")
     timeout_s: float = Field(default=30.0, description="Read timeout per request (seconds).")
+    request_deadline_s: float = Field(
+        default=300.0,
+        description="Longest one request may take, body included (seconds): a server that "
+        "trickles its answer never trips the read timeout.",
+    )
     sandbox_seed: int = Field(default=7, description="Sandbox dataset seed.")
     sandbox_cdrs_per_day: int = Field(default=2000, description="Sandbox CDRs per day.")
     sandbox_start_date: str | None = Field(
@@ -258,6 +263,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             "max_attempts": self.max_attempts,
             "max_retry_s": self.max_retry_s,
             "timeout_s": self.timeout_s,
+            "request_deadline_s": self.request_deadline_s,
             # Reconciliation of counts against metadata.total is the blocking asset check's
             # job, where it is visible in the UI, not an exception deep in the client.
             "verify_totals": False,

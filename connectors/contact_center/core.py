@@ -14,7 +14,7 @@ import functools
 import logging
 import ssl
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -28,6 +28,7 @@ from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.endpoints import ENDPOINTS, Endpoint
 from connectors.contact_center.errors import (
     ContactCenterError,
+    DeadlineExceeded,
     RateLimitedError,
     RetriableAPIError,
     map_response,
@@ -166,9 +167,10 @@ class ClientCore:
             try:
                 async with self._inflight:
                     if budget is None:
-                        response = await self._http.request(
+                        request = self._http.build_request(
                             endpoint.method, path, params=query, content=content, headers=headers
                         )
+                        response = await self._within(self._http.send(request), request)
                     else:
                         response = await self._receive(
                             budget, endpoint.method, path, query, content, headers
@@ -253,7 +255,9 @@ class ClientCore:
         request = self._http.build_request(
             method, path, params=params, content=content, headers=headers
         )
-        response = await self._http.send(request, stream=True)
+        began = time.monotonic()
+        response = await self._within(self._http.send(request, stream=True), request)
+        spent = time.monotonic() - began  # the wait for the budget below is not the server's
         declared = 0
         if "content-encoding" not in response.headers:
             try:
@@ -266,13 +270,27 @@ class ClientCore:
             await response.aclose()
             raise
         try:
-            await response.aread()
+            left = self.settings.request_deadline_s - spent
+            await self._within(response.aread(), request, left)
         except BaseException:
             budget.release(declared)
             await response.aclose()
             raise
         budget.grow(len(response.content) - declared)
         return response
+
+    async def _within(
+        self, call: Awaitable[T], request: httpx.Request, seconds: float | None = None
+    ) -> T:
+        """`call` (sending `request`, or reading its body) stopped after `seconds` (default
+        `request_deadline_s`): httpx's read timeout counts from one read to the next, so a
+        server that sends a few bytes now and then would hold the request forever."""
+        limit = self.settings.request_deadline_s if seconds is None else max(0.0, seconds)
+        try:
+            async with asyncio.timeout(limit):
+                return await call
+        except TimeoutError:
+            raise DeadlineExceeded(self.settings.request_deadline_s, request=request) from None
 
     async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
         endpoint = ENDPOINTS[name]

@@ -280,6 +280,15 @@ def map_response(
     raise FatalAPIError(f"{what} failed with unexpected status {status}{said}", **ctx)
 
 
+class DeadlineExceeded(httpx.ReadTimeout):
+    """No complete response within `request_deadline_s`: the server kept the connection busy
+    (bytes now and then, each within the read timeout) without finishing its answer."""
+
+    def __init__(self, seconds: float, *, request: httpx.Request) -> None:
+        super().__init__(f"no complete response within {seconds:g} s", request=request)
+        self.seconds = seconds
+
+
 # httpx exceptions raised before any byte of the request left this process.
 _NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -292,6 +301,11 @@ def transport_failure(exc: httpx.RequestError, *, method: str, path: str) -> Tra
     origin = _origin(exc)
     if isinstance(exc, httpx.ConnectError):
         note += f"; check that the base URL {origin} is right and the host is reachable"
+    elif isinstance(exc, DeadlineExceeded):
+        note += (
+            f"; {origin} did not send its whole response within request_deadline_s "
+            f"({exc.seconds:g} s): it sent too slowly or never finished"
+        )
     elif isinstance(exc, httpx.TimeoutException):
         note += f"; {origin} did not answer in time (raise timeout_s if it is just slow)"
     return TransportFailure(

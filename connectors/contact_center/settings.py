@@ -84,6 +84,12 @@ class ClientSettings(BaseModel):
     api_key: SecretStr = Field(description="A scoped v4 API key; only sent as a Bearer header.")
     timeout_s: float = Field(default=30.0, gt=0, description="Read/write/pool timeout.")
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    request_deadline_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Longest one attempt may take, from sending to its body's last byte: a "
+        "server that sends a few bytes now and then never trips timeout_s (between reads).",
+    )
     page_size: int = Field(default=1000, ge=1, le=1000, description="CDR page size (max 1000).")
     concurrency: int = Field(default=8, ge=1, le=64, description="Parallel CDR sub-windows.")
     page_bytes_in_flight: int = Field(

@@ -52,6 +52,10 @@ class FaultConfig(BaseModel):
     html_rate: Rate = Field(0.0, description="200 with an HTML page")
     empty_body_rate: Rate = Field(0.0, description="200 with an empty body")
     missing_key_rate: Rate = Field(0.0, description="200 list body without its array key")
+    trickle_rate: Rate = Field(0.0, description="200 whose body comes a few bytes at a time")
+    trickle_gap_ms: float = Field(
+        50.0, ge=0, description="the pause between two pieces of a trickled body (ms)"
+    )
     # An offset, so a negative value (a source that under-counts) is a fault too.
     total_mismatch: int = Field(0, description="added to every list's metadata.total")
     cursor_invalid_rate: Rate = Field(0.0, description="a valid cursor answered as invalid")
@@ -220,10 +224,11 @@ class FaultMiddleware:
             return
         truncate = self._hit(cfg.truncate_rate)
         missing = self._hit(cfg.missing_key_rate)
-        if not (truncate or missing):
+        gap = cfg.trickle_gap_ms / 1000.0 if self._hit(cfg.trickle_rate) else None
+        if not (truncate or missing or gap is not None):
             await self.app(scope, receive, send)
             return
-        await self._rewrite(scope, receive, send, truncate=truncate, missing=missing)
+        await self._rewrite(scope, receive, send, truncate=truncate, missing=missing, gap=gap)
 
     def _hit(self, rate: float) -> bool:
         return rate > 0 and self.state.draw() < rate
@@ -237,7 +242,14 @@ class FaultMiddleware:
         raise InjectedReset("sandbox fault: connection reset")
 
     async def _rewrite(
-        self, scope: Scope, receive: Receive, send: Send, *, truncate: bool, missing: bool
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        truncate: bool,
+        missing: bool,
+        gap: float | None = None,
     ) -> None:
         start: Message = {}
         chunks: list[bytes] = []
@@ -258,7 +270,34 @@ class FaultMiddleware:
         headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        if gap is None:
+            await send({"type": "http.response.body", "body": body})
+            return
+        # Trickled: each piece well within any read timeout, so only a deadline on the
+        # whole response stops a client from waiting for the rest; the trickle stops when
+        # the client hangs up (else the server's shutdown waits for every body's end).
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
+        pieces = [body[i : i + TRICKLE_BYTES] for i in range(0, len(body), TRICKLE_BYTES)]
+        try:
+            for n, piece in enumerate(pieces or [b""], 1):
+                more = n < len(pieces)
+                await send({"type": "http.response.body", "body": piece, "more_body": more})
+                if more:
+                    await asyncio.sleep(gap)
+                if gone.is_set():
+                    return
+        finally:
+            watcher.cancel()
+
+
+TRICKLE_BYTES = 256  # a trickled body's piece
 
 
 def _drop_list_key(body: bytes) -> bytes:
