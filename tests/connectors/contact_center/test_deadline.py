@@ -84,7 +84,7 @@ def test_a_directory_list_that_trickles_fails_at_the_deadline() -> None:
     # The other request path (no byte budget): the users' list, every answer trickled.
     sandbox = make_sandbox(cdrs_per_day=10, days=1)
     sandbox.faults = FaultConfig(trickle_rate=1.0, trickle_gap_ms=200, paths=("/api/v4/users",))
-    settings = {"timeout_s": 1.0, "request_deadline_s": 0.3, "max_attempts": 2}
+    settings: dict[str, Any] = {"timeout_s": 1.0, "request_deadline_s": 0.3, "max_attempts": 2}
 
     async def users() -> int:
         async with make_client(sandbox, **settings) as client:
