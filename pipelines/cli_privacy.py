@@ -203,7 +203,7 @@ def run(
     """Entry point of `cdrhouse privacy`; CliError (exit 2) before anything is written."""
     from warehouse.duck import build_warehouse, default_lake_uri
     from warehouse.erasure import PartitionMoved, forget
-    from warehouse.lake import Lake, LakeKeyConflict
+    from warehouse.lake import Lake, LakeSourceConflict
 
     root = Lake(lake_uri or default_lake_uri(data_dir))
     accounts = _account_ids(root, env, args.account)
@@ -212,9 +212,10 @@ def run(
     for account, (_, key_check) in zip(accounts, tokens, strict=True):
         lake = root.account(account)
         footers[account] = lake.day_footers()
-        try:  # every account's key first: a refusal writes nothing, in any account
+        try:  # every account's key and forget-list first: a refusal writes nothing, anywhere
             lake.check_key(key_check, footers[account])
-        except LakeKeyConflict as exc:
+            lake.forgotten()
+        except LakeSourceConflict as exc:
             raise CliError(str(exc)) from None
     rows = partitions = 0
     clear: list[str] = []  # accounts with days whose numbers are in clear

@@ -81,6 +81,7 @@ PRIVACY_DIR = "_privacy"
 # The erased people's tokens (never their numbers), one per line: every landing of the account
 # honours it (`warehouse.privacy`).
 FORGET_LIST = f"{PRIVACY_DIR}/forgotten_tokens.txt"
+_TOKEN_LINE = re.compile(rb"[0-9a-f]{64}")  # a forget-list line: a token, as `forget` writes
 # Which key makes the account's tokens (its `META_KEY_CHECK`, not the key): created by the first
 # partition published with tokens, exclusively, as MARKER_FILE is, so of two first landings
 # under different keys one lands and the other is refused at its publish. It stays with the
@@ -189,6 +190,27 @@ class LakeMarkerDamaged(LakeSourceConflict):
     def shown(self) -> str:
         """What a reader shows in place of the marker's value."""
         return f"(damaged: {self.rel} is not the JSON object cdrhouse wrote)"
+
+
+class ForgetListDamaged(LakeMarkerDamaged):
+    """A forget-list line that is not a token cdrhouse wrote (a hand edit, perhaps a number
+    in clear): who it erases is unknown, so nothing lands until it is mended. The line is
+    named by its number only: its text may be a person's number."""
+
+    def __init__(self, line: int, uri: str, account: str) -> None:
+        LakeSourceConflict.__init__(
+            self,
+            f"refusing to write into {_where(uri, account)}: line {line} of {FORGET_LIST} is "
+            "not a token cdrhouse wrote (64 lowercase hex digits), so the people it erases "
+            "are unknown and could come back; restore the file from a backup, or delete that "
+            "line and run `cdrhouse privacy forget` for the person it named",
+        )
+        self.rel = FORGET_LIST
+        self.line = line
+
+    @property
+    def shown(self) -> str:
+        return f"(damaged: line {self.line} of {FORGET_LIST} is not a token cdrhouse wrote)"
 
 
 class LakeKeyConflict(LakeSourceConflict):
@@ -559,11 +581,18 @@ class Lake:
             return exc.shown
 
     def forgotten(self) -> frozenset[str]:
-        """The tokens `cdrhouse privacy forget` erased from this account's lake."""
+        """The tokens `cdrhouse privacy forget` erased from this account's lake; a line
+        that is not one (`ForgetListDamaged`) stops every landing and erasure."""
         data = self.store.read_bytes(FORGET_LIST)
-        if not data:
-            return frozenset()
-        return frozenset(line for line in data.decode().split() if line)
+        tokens = set()
+        for n, line in enumerate((data or b"").split(b"\n"), 1):
+            token = line.strip()
+            if not token:
+                continue
+            if _TOKEN_LINE.fullmatch(token) is None:
+                raise ForgetListDamaged(n, self.uri, self.account_id)
+            tokens.add(token.decode())
+        return frozenset(tokens)
 
     def forget(self, tokens: Sequence[str]) -> frozenset[str]:
         """Add `tokens` to the forget-list (replaced atomically); returns the whole list."""
