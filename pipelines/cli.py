@@ -128,10 +128,14 @@ def _check_lake_uri(lake_uri: str | None) -> None:
     """The shape `ingest` checks, for `sql`, `report` and `lake` too: one line, not a traceback."""
     if lake_uri is None:
         return
-    from warehouse.stores import lake_uri_problem
+    from warehouse.stores import lake_uri_problem, shown_uri
 
     if (problem := lake_uri_problem(lake_uri)) is not None:
-        raise CliError(f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}")
+        raise CliError(f"CDRHOUSE_LAKE_URI={shown_uri(lake_uri)!r}: {problem}")
+    from warehouse.stores import is_local_uri, root_from_uri
+
+    if is_local_uri(lake_uri) and root_from_uri(lake_uri).is_file():
+        raise CliError(f"CDRHOUSE_LAKE_URI={lake_uri!r} names a file, not the lake's directory")
 
 
 # The names `pipelines.kpi_settings.KPI_NAMES` validates (a test holds the two equal), spelled
@@ -218,6 +222,13 @@ def _views_follow_kpi_settings(
     from warehouse.duck import build_warehouse
     from warehouse.lake import Lake
 
+    if moved is not None and lake_uri is not None and not Lake(moved).accounts():
+        # A mistyped URI: rebuilt over it, every later answer (with or without the variable)
+        # would have been empty, and said nothing.
+        raise CliError(
+            f"CDRHOUSE_LAKE_URI={moved} holds no data; the views stay over {recorded}, the "
+            "lake they were built over (check the URI, or unset it to query them)"
+        )
     if moved is not None:
         print(
             f"cdrhouse: the views were built over {recorded}; rebuilding them over {moved} "

@@ -67,11 +67,11 @@ def env_shape_problem(env: Mapping[str, str]) -> str | None:
             return problem
     lake_uri = env.get("CDRHOUSE_LAKE_URI")
     if lake_uri:
-        from warehouse.stores import lake_uri_problem
+        from warehouse.stores import lake_uri_problem, shown_uri
 
         problem = lake_uri_problem(lake_uri)
         if problem is not None:
-            return f"CDRHOUSE_LAKE_URI={lake_uri!r}: {problem}"
+            return f"CDRHOUSE_LAKE_URI={shown_uri(lake_uri)!r}: {problem}"
     home = env.get("DAGSTER_HOME")
     if home and not Path(home).is_dir():
         return (
@@ -120,6 +120,11 @@ def env_data_dir(env: Mapping[str, str]) -> Path:
     path = Path(env.get("CDRHOUSE_DATA_DIR") or "data").resolve()
     if (problem := pattern_problem(str(path))) is not None:
         raise CliError(f"the data dir {path} (CDRHOUSE_DATA_DIR, default ./data): {problem}")
+    if path.exists() and not path.is_dir():
+        raise CliError(
+            f"the data dir {path} (CDRHOUSE_DATA_DIR, default ./data) is a file, not a "
+            "directory; point it at a directory"
+        )
     return path
 
 

@@ -154,6 +154,10 @@ def _tokens(
                 f"{var} is not set{who}: the token of a number is keyed by it; set it to the "
                 "key the lake was landed with, or give --token"
             )
+        from pipelines.privacy_settings import key_problem
+
+        if (problem := key_problem(key, var)) is not None:
+            raise CliError(problem)
         keys.append(key.encode())
     from warehouse.privacy import PrivacyPolicy, phone_token
 
@@ -206,6 +210,12 @@ def run(
     from warehouse.lake import Lake, LakeSourceConflict
 
     root = Lake(lake_uri or default_lake_uri(data_dir))
+    if not root.accounts():
+        # A mistyped data dir or lake: "0 rows changed" would read as an erasure done.
+        raise CliError(
+            f"no data in the lake at {root.uri}: nothing to erase; check CDRHOUSE_DATA_DIR "
+            "and CDRHOUSE_LAKE_URI name the lake the person's days landed in"
+        )
     accounts = _account_ids(root, env, args.account)
     tokens = _tokens(args, env, accounts)
     footers = {}  # each account's days, read once: checked here, then by the erasure

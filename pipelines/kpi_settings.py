@@ -166,7 +166,12 @@ def validate_env(model: type[M], env: Mapping[str, str], names: frozenset[str]) 
         if not error["loc"]:  # a check across variables names them in its message
             raise SettingsError(message) from None
         name = str(error["loc"][0])
-        raise SettingsError(f"{name}={values.get(name)!r}: {message}") from None
+        shown = values.get(name)
+        if name == "CDRHOUSE_LAKE_URI" and shown is not None:
+            from warehouse.stores import shown_uri  # a refused URI may carry a secret
+
+            shown = shown_uri(shown)
+        raise SettingsError(f"{name}={shown!r}: {message}") from None
 
 
 def kpi_from_env(env: Mapping[str, str]) -> KpiSettings:

@@ -52,6 +52,21 @@ class PrivacySettingsError(ValueError):
     """A privacy variable holds a value cdrhouse cannot use (message: one line, no value)."""
 
 
+def key_problem(key: str, key_var: str) -> str | None:
+    """What is wrong with the key's own text (never shown), or None: bytes the environment
+    could not decode as UTF-8, or fewer than `MIN_KEY_BYTES`."""
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        return f"{key_var} is not UTF-8 text; set it to a secret written in UTF-8"
+    if size < MIN_KEY_BYTES:
+        return (
+            f"{key_var} is shorter than {MIN_KEY_BYTES} bytes: a short key can be guessed; set "
+            f"{key_var} to a longer secret"
+        )
+    return None
+
+
 def not_chosen_message(key_var: str = PII_KEY_VAR) -> str:
     return (
         f"callers' phone numbers: neither {PHONE_NUMBERS_VAR} nor {key_var} is set: set "
@@ -112,11 +127,8 @@ def privacy_problem(
             f"{PHONE_NUMBERS_VAR}=token but {key_var} is not set: set {key_var} to a secret of at "
             f"least {MIN_KEY_BYTES} bytes (or {PHONE_NUMBERS_VAR}=raw)"
         )
-    if len(key.encode("utf-8")) < MIN_KEY_BYTES:
-        return (
-            f"{key_var} is shorter than {MIN_KEY_BYTES} bytes: a short key can be guessed; set "
-            f"{key_var} to a longer secret ({PHONE_NUMBERS_VAR}=token)"
-        )
+    if (problem := key_problem(key, key_var)) is not None:
+        return f"{problem} ({PHONE_NUMBERS_VAR}=token)"
     # Stripped: a secret file's trailing newline does not make the public key another one.
     if key.strip() == DEMO_PII_KEY and not sandbox:
         return (

@@ -500,12 +500,17 @@ def _lake_reset(lake: Lake, account: str | None, held: list[str], views: Path, y
             file=sys.stderr,
         )
         return 2
+    from warehouse.analyst import built_kpi_and_lake, same_lake
+
+    recorded = built_kpi_and_lake(views.parent)[1]
     done = target.reset()
-    # The views scan each account's files: rebuilt from what is left when next needed.
-    views.unlink(missing_ok=True)
+    # The views scan each account's files: rebuilt from what is left when next needed. Views
+    # over another lake (a mistyped CDRHOUSE_LAKE_URI reset an empty one) are not this one's.
+    if recorded is None or same_lake(recorded, lake.uri):
+        views.unlink(missing_ok=True)
     print(
         f"cdrhouse lake reset: deleted {done.removed} file(s) from {target.uri} (source was "
-        f"{source}); kept {PRIVACY_DIR}/"
+        f"{source or 'none'}); kept {PRIVACY_DIR}/"
     )
     if done.others:
         shown = ", ".join(done.others[:3]) + (", ..." if len(done.others) > 3 else "")
@@ -595,13 +600,15 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
-    from warehouse.analyst import default_lake_uri, report_path
+    from warehouse.analyst import built_kpi_and_lake, default_lake_uri, report_path
     from warehouse.report import missing_lines, report_accounts, report_target, write_report
     from warehouse.stores import UnreadablePartitions, is_local_uri, root_from_uri
 
     out = Path(args.out) if args.out is not None else report_path(data_dir)
-    uri = lake_uri or default_lake_uri(Path(data_dir))
-    lake_dirs = [str(root_from_uri(uri))] if is_local_uri(uri) else []
+    # The lake set now, and the one the views read (an analyst's views over a lake named
+    # once with CDRHOUSE_LAKE_URI keep reading it after the variable is unset).
+    uris = [lake_uri or default_lake_uri(Path(data_dir)), built_kpi_and_lake(Path(data_dir))[1]]
+    lake_dirs = [str(root_from_uri(u)) for u in uris if u is not None and is_local_uri(u)]
     # A report written over a day's partition (or the warehouse file) replaced it whole.
     problem = output_problem("--out", out, Path(data_dir), lake_dirs)
     try:

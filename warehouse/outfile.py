@@ -3,6 +3,7 @@ checked before any work, then written whole or not at all."""
 
 from __future__ import annotations
 
+import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,11 +31,15 @@ def write_whole(target: Path, write: Callable[[Path], object]) -> None:
     if target.exists() and not target.is_file():
         write(target)
         return
+    # An existing file's mode stays (an export kept 0600 must not become world-readable).
+    mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     target.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two commands writing the same file never share (and mix) one.
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
         write(tmp)
+        if mode is not None:
+            tmp.chmod(mode)
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -123,10 +123,26 @@ def lake_uri_problem(uri: str) -> str | None:
     return pattern_problem(parsed.netloc + parsed.path)
 
 
+def shown_uri(uri: str) -> str:
+    """`uri` as an error may show it: without credentials, query or fragment (a refused
+    URI may carry a secret in them)."""
+    try:
+        parsed = urlparse(uri)
+    except ValueError:
+        return "(a lake URI that cannot be parsed)"
+    netloc = parsed.netloc
+    if "@" in netloc:
+        netloc = "…@" + netloc.rpartition("@")[2]
+    tail = "?…" if parsed.query or parsed.fragment else ""
+    if parsed.scheme and "://" in uri:
+        return f"{parsed.scheme}://{netloc}{parsed.path}{tail}"
+    return uri if not tail else uri.split("?", 1)[0].split("#", 1)[0] + tail
+
+
 def _check_uri(uri: str) -> None:
     problem = lake_uri_problem(uri)
     if problem is not None:
-        raise ValueError(f"lake URI {uri!r}: {problem}")
+        raise ValueError(f"lake URI {shown_uri(uri)!r}: {problem}")
 
 
 def is_local_uri(uri: str) -> bool:
