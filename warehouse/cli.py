@@ -59,7 +59,16 @@ def _rows_shown(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid count {text!r}: expected 0 or more") from None
     if rows < 0:
         raise argparse.ArgumentTypeError(f"invalid count {rows}: expected 0 or more")
+    if rows > MAX_ROWS_SHOWN:
+        # DuckDB's LIMIT is a 64-bit integer: a bigger one was a "Conversion Error".
+        raise argparse.ArgumentTypeError(
+            f"invalid count {rows}: at most {MAX_ROWS_SHOWN:,}; save a bigger result with "
+            "--format and --output FILE"
+        )
     return rows
+
+
+MAX_ROWS_SHOWN = 10**9
 
 
 def _fail(message: str) -> int:
@@ -69,6 +78,8 @@ def _fail(message: str) -> int:
 
 def _query_text(args: argparse.Namespace) -> str | None:
     if args.file is not None:
+        if args.query:
+            raise ValueError("give the query or --file, not both")
         try:
             return str(Path(args.file).read_text())
         except OSError as exc:

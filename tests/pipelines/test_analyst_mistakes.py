@@ -187,3 +187,24 @@ def test_a_data_dir_or_lake_that_is_a_file_is_one_line(
     assert main(argv, env=env) == 2
     _one_line(capsys, "file")
     assert afile.read_text() == "<html></html>"
+
+
+def test_a_query_and_a_query_file_together_are_refused(
+    lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The positional query was dropped without a word, and the file's answered.
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path / "analyst"), "CDRHOUSE_LAKE_URI": lake.as_uri()}
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT 42")
+    assert main(["sql", "SELECT count(*) FROM cdrs", "--file", str(query)], env=env) == 1
+    _one_line(capsys, "give the query or --file, not both")
+
+
+def test_a_row_count_past_what_duckdb_takes_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path / "data")}
+    with pytest.raises(SystemExit) as usage:
+        main(["sql", "--max-rows", "99999999999999999999", "SELECT 1"], env=env)
+    assert usage.value.code == 2
+    assert "at most 1,000,000,000" in capsys.readouterr().err
