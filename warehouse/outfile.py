@@ -20,6 +20,10 @@ def out_target(flag: str, out: Path, *, stream_ok: bool = False) -> Path:
     target = out.resolve() if out.is_symlink() else out
     if target.exists() and not target.is_file() and (target.is_dir() or not stream_ok):
         raise ValueError(f"{flag} {out} exists and is not a regular file; give a file path")
+    # The folders are made as needed: one on the way that is a file failed "File exists".
+    folder = next((p for p in target.absolute().parents if p.exists()), None)
+    if folder is not None and not folder.is_dir():
+        raise ValueError(f"{flag} {out}: {folder} is a file, not a folder; give a file path")
     return target
 
 

@@ -208,3 +208,17 @@ def test_a_row_count_past_what_duckdb_takes_is_a_usage_error(
         main(["sql", "--max-rows", "99999999999999999999", "SELECT 1"], env=env)
     assert usage.value.code == 2
     assert "at most 1,000,000,000" in capsys.readouterr().err
+
+
+def test_an_output_under_a_file_names_that_file(
+    lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"CDRHOUSE_DATA_DIR": str(tmp_path / "analyst"), "CDRHOUSE_LAKE_URI": lake.as_uri()}
+    afile = tmp_path / "report.html"
+    afile.write_text("<html></html>")
+    argv = ["sql", "--format", "csv", "--output", str(afile / "x.csv"), "SELECT 1"]
+    assert main(argv, env=env) == 1
+    _one_line(capsys, f"{afile} is a file, not a folder")
+    assert main(["report", "--out", str(afile / "r.html")], env=env) == 2
+    _one_line(capsys, f"{afile} is a file, not a folder")
+    assert afile.read_text() == "<html></html>"
