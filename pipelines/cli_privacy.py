@@ -207,7 +207,7 @@ def run(
     """Entry point of `cdrhouse privacy`; CliError (exit 2) before anything is written."""
     from warehouse.duck import build_warehouse, default_lake_uri
     from warehouse.erasure import PartitionMoved, forget
-    from warehouse.lake import Lake, LakeSourceConflict
+    from warehouse.lake import Lake, LakeKeyConflict
 
     root = Lake(lake_uri or default_lake_uri(data_dir))
     if not root.accounts():
@@ -222,10 +222,10 @@ def run(
     for account, (_, key_check) in zip(accounts, tokens, strict=True):
         lake = root.account(account)
         footers[account] = lake.day_footers()
-        try:  # every account's key and forget-list first: a refusal writes nothing, anywhere
+        lake.forgotten()  # a damaged forget-list (ForgetListDamaged) refuses here, too
+        try:  # every account's key first: a refusal writes nothing, in any account
             lake.check_key(key_check, footers[account])
-            lake.forgotten()
-        except LakeSourceConflict as exc:
+        except LakeKeyConflict as exc:
             raise CliError(str(exc)) from None
     rows = partitions = 0
     clear: list[str] = []  # accounts with days whose numbers are in clear
