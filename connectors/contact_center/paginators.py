@@ -292,6 +292,18 @@ class CursorPaginator(Paginator):
 
     def update(self, info: PageInfo) -> None:
         super().update(info)
+        if (
+            self.verify_totals
+            and self.total is not None
+            and self.received > self.total + self.limit
+        ):
+            # A server handing out new cursors forever (each page new ids) would be followed
+            # without end; past the total by more than a page (records that arrived while we
+            # paged), it is not the window's records any more.
+            raise PaginationError(
+                f"received {self.received} CDRs and the server still returns cursors, but "
+                f"metadata.total says {self.total}; stopping to avoid an endless fetch"
+            )
         if self.pages == 1:
             self._window_first_id = info.first_id
         if info.count:

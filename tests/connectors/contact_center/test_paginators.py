@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 import orjson
 import pytest
 
@@ -13,6 +16,8 @@ from connectors.contact_center.paginators import (
     PageInfo,
     read_page_info,
 )
+
+from .conftest import day, make_client, make_sandbox
 
 
 def _cdrs(ids: list[int], total: int | None, cursor: str | None) -> bytes:
@@ -166,3 +171,60 @@ def test_cursor_paginator_knows_the_offset_window() -> None:
     assert pager.has_next
     with pytest.raises(PaginationError, match="10000"):
         pager.params()
+
+
+def test_cursor_paginator_stops_a_server_that_hands_out_cursors_forever() -> None:
+    # New ids and a new cursor on every page: neither a repeated cursor nor an overlap, so
+    # only the total can tell the fetch has gone past the window's records.
+    pager = CursorPaginator(3)
+    pager.update(_info([1, 2, 3], 5, "c1"))
+    pager.update(_info([4, 5, 6], 5, "c2"))  # past the total, within a page: late arrivals
+    assert pager.has_next
+    with pytest.raises(PaginationError, match="endless"):
+        pager.update(_info([7, 8, 9], 5, "c3"))
+
+
+def test_cursor_paginator_without_verified_totals_follows_the_cursors() -> None:
+    pager = CursorPaginator(3, verify_totals=False)
+    for n in range(5):
+        pager.update(_info([3 * n + 1, 3 * n + 2, 3 * n + 3], 5, f"c{n}"))
+    assert pager.has_next
+
+
+class _EndlessCursors(httpx.AsyncBaseTransport):
+    """The sandbox's first page of each window again and again, each time with new ids and a
+    new cursor (a broken server's paging), its records at the window's start so no page
+    overlaps the one before."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.pages = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/reporting/cdrs"):
+            return await self.inner.handle_async_request(request)
+        params = {k: v for k, v in request.url.params.items() if k not in ("cursor", "offset")}
+        first = httpx.Request("GET", request.url.copy_with(params=params), headers=request.headers)
+        response = await self.inner.handle_async_request(first)
+        body = orjson.loads(await response.aread())
+        self.pages += 1
+        for record in body["cdrs"]:
+            record["id"] = f"{record['id']}-{self.pages}"
+            record["started_at"] = params["started_at[gte]"]
+        body["metadata"]["next_cursor"] = f"endless-{self.pages}"
+        return httpx.Response(200, json=body)
+
+
+def test_a_server_handing_out_cursors_forever_fails_the_fetch_in_a_few_pages() -> None:
+    sandbox = make_sandbox(cdrs_per_day=2_000, days=1)
+    transport = _EndlessCursors(sandbox.transport())
+    start, end = day()
+
+    async def fetch() -> int:
+        async with make_client(sandbox, transport=transport, page_size=100) as client:
+            return sum([1 async for _ in client.fetch_cdr_pages(start, end)])
+
+    with pytest.raises(PaginationError, match="endless"):
+        asyncio.run(asyncio.wait_for(fetch(), 60))
+    # Each sub-window stops a page past its total: far from the thousands of pages before.
+    assert transport.pages < 2 * 2_000 // 100 + 100
