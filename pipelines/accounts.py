@@ -15,6 +15,7 @@ CLI exits 2 with it, the code location shows it instead of loading.
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,8 +110,13 @@ def _read(path: Path) -> list[Any]:
 
     where = f"{ACCOUNTS_FILE_VAR}={str(path)!r}"
     try:
-        size = path.stat().st_size
-        text = path.read_text(encoding="utf-8") if size <= MAX_FILE_BYTES else ""
+        # A FIFO would block the read and /dev/zero never end it (their size says 0).
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            raise SettingsError(f"{where}: not a regular file")
+        with path.open("rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)
+        size = len(raw)
+        text = raw.decode("utf-8") if size <= MAX_FILE_BYTES else ""
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise SettingsError(f"{where}: cannot be read ({reason})") from None
@@ -121,6 +127,8 @@ def _read(path: Path) -> list[Any]:
         data = yaml.load(text, Loader=_unique_keys_loader())  # noqa: S506
     except _DuplicateKey as exc:
         raise SettingsError(f"{where}: {exc}") from None
+    except RecursionError:
+        raise SettingsError(f"{where}: not valid YAML (nested too deep)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -175,7 +183,10 @@ def _account(
     if unknown:
         raise SettingsError(f"{at}: unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
     account_id = entry.get("id")
-    if not isinstance(account_id, str) or not ACCOUNT_ID.fullmatch(account_id):
+    if not isinstance(account_id, str):
+        # Not echoed: the repr of a tree of YAML aliases grows without bound.
+        raise SettingsError(f"{at}.id: expected a string of 1-63 of a-z, 0-9 and _")
+    if not ACCOUNT_ID.fullmatch(account_id):
         raise SettingsError(
             f"{at}.id {account_id!r}: expected 1-63 of a-z, 0-9 and _ (it is part of every row "
             "and lake path)"
@@ -208,7 +219,9 @@ def _account(
             "the tokens' key, never the key"
         )
     zone = entry.get("timezone", default_zone)
-    if not isinstance(zone, str) or not known_timezone(zone):
+    if not isinstance(zone, str):
+        raise SettingsError(f"{at}.timezone: expected a string, an IANA time zone name")
+    if not known_timezone(zone):
         raise SettingsError(
             f"{at}.timezone {zone!r}: not an IANA time zone; use a name like UTC, "
             "Europe/Berlin or Australia/Sydney"

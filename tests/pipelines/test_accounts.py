@@ -3,6 +3,8 @@ it yields, and the one line each bad file gives (issue 25)."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,29 @@ def test_the_default_account_and_the_id_rule_are_the_lakes() -> None:
 
     assert accounts.DEFAULT_ACCOUNT == lake.DEFAULT_ACCOUNT
     assert accounts.ACCOUNT_ID.pattern == lake.ACCOUNT_ID.pattern
+
+
+def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # Their size says 0: a FIFO blocked the read forever, /dev/zero filled the memory.
+    fifo = tmp_path / "accounts.fifo"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/zero"):
+        assert "not a regular file" in _error({ACCOUNTS_FILE_VAR: path})
+
+
+def test_yaml_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    # PyYAML recurses per level: a RecursionError traceback before.
+    message = _error(_file(tmp_path, "accounts:\n  - id: " + "[" * 5000 + "]" * 5000 + "\n"))
+    assert "nested too deep" in message
+
+
+def test_an_id_made_of_aliases_is_refused_at_once(tmp_path: Path) -> None:
+    # 9 levels of 9 aliases: its repr would be 9**9 strings; the error names the field only.
+    levels = ["&l0 [" + ", ".join(['"lol"'] * 9) + "]"]
+    levels += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    text = "accounts:\n  - id: [" + ", ".join(levels) + "]\n    base_url: sandbox\n"
+    began = time.monotonic()
+    message = _error(_file(tmp_path, text))
+    assert "accounts[0].id: expected a string" in message
+    assert len(message) < 300
+    assert time.monotonic() - began < 5
