@@ -212,10 +212,13 @@ class ClientCore:
                 )
                 return result
             elapsed_ms = (time.monotonic() - sent) * 1000
-            if isinstance(error, RateLimitedError) and error.retry_after:
-                self.limiter.pause(error.retry_after)
             outcome = retries.after(error)
             wait = None if isinstance(outcome, ContactCenterError) else outcome
+            if isinstance(error, RateLimitedError) and error.retry_after and wait is not None:
+                # Every request of the client holds off too, but only for a wait this one
+                # takes: a Retry-After past the retry budget fails this request and would have
+                # held every other one that long (a day, say), in silence.
+                self.limiter.pause(wait)
             # ERROR only for a retriable failure we gave up on; a fatal 4xx is the caller's call.
             exhausted = wait is None and isinstance(error, RetriableAPIError)
             logger.log(

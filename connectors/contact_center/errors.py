@@ -30,6 +30,7 @@ kept (a server may echo the key in them).
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC
@@ -142,13 +143,16 @@ class ResponseShapeError(FatalAPIError):
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date); None if absent."""
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date); None if absent
+    or not a finite number (`Infinity`, `1e999`, `nan`: no wait can honour it)."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -27,6 +27,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+MAX_DELAY_MS = 3_600_000  # an hour
 # A probability: per request for transport faults, per CDR for data faults.
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -38,10 +39,16 @@ class FaultConfig(BaseModel):
     description as the flag's help.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Infinity or NaN is no delay nor rate: refused, as is a delay past an hour (a typo that
+    # would hold every request for ever) and an offset past what a total can hold.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    latency_ms: float = Field(0.0, ge=0, description="fixed delay before each answer (ms)")
-    jitter_ms: float = Field(0.0, ge=0, description="extra random delay, U(0, jitter) (ms)")
+    latency_ms: float = Field(
+        0.0, ge=0, le=MAX_DELAY_MS, description="fixed delay before each answer (ms)"
+    )
+    jitter_ms: float = Field(
+        0.0, ge=0, le=MAX_DELAY_MS, description="extra random delay, U(0, jitter) (ms)"
+    )
     rate_limit_rps: float | None = Field(None, gt=0, description="token bucket rate per key")
     rate_limit_burst: int | None = Field(None, ge=1, description="token bucket size per key")
     retry_after_s: float | None = Field(None, ge=0, description="Retry-After on every 429 (s)")
@@ -54,10 +61,15 @@ class FaultConfig(BaseModel):
     missing_key_rate: Rate = Field(0.0, description="200 list body without its array key")
     trickle_rate: Rate = Field(0.0, description="200 whose body comes a few bytes at a time")
     trickle_gap_ms: float = Field(
-        50.0, ge=0, description="the pause between two pieces of a trickled body (ms)"
+        50.0,
+        ge=0,
+        le=MAX_DELAY_MS,
+        description="the pause between two pieces of a trickled body (ms)",
     )
     # An offset, so a negative value (a source that under-counts) is a fault too.
-    total_mismatch: int = Field(0, description="added to every list's metadata.total")
+    total_mismatch: int = Field(
+        0, ge=-(10**9), le=10**9, description="added to every list's metadata.total"
+    )
     cursor_invalid_rate: Rate = Field(0.0, description="a valid cursor answered as invalid")
     late_rate: Rate = Field(0.0, description="CDRs visible only minutes after ended_at")
     late_max_minutes: int = Field(60, ge=1, description="the longest delay of a late CDR")

@@ -115,8 +115,18 @@ def test_429_carries_retry_after() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, None), ("", None), ("3", 3.0), ("0.25", 0.25), ("-1", 0.0), ("soon", None)],
-    ids=["absent", "empty", "int", "float", "negative", "garbage"],
+    [
+        (None, None),
+        ("", None),
+        ("3", 3.0),
+        ("0.25", 0.25),
+        ("-1", 0.0),
+        ("soon", None),
+        ("Infinity", None),
+        ("1e999", None),
+        ("nan", None),
+    ],
+    ids=["absent", "empty", "int", "float", "negative", "garbage", "inf", "overflow", "nan"],
 )
 def test_parse_retry_after_seconds(value: str | None, expected: float | None) -> None:
     assert parse_retry_after(value) == expected

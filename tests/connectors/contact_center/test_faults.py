@@ -18,6 +18,7 @@ from connectors.contact_center import (
     CdrPage,
     ContactCenterClient,
     PaginationError,
+    RateLimitedError,
     RetriableAPIError,
     ServerError,
 )
@@ -226,6 +227,41 @@ def test_client_rate_limit_prevents_server_429s() -> None:
     # Re-setting the faults gives the server a fresh bucket.
     sandbox.faults = FaultConfig(rate_limit_rps=5, rate_limit_burst=5)
     assert asyncio.run(burst(rate_limit_rps=3.75, rate_limit_burst=5)) == (0, 0)
+
+
+class _Throttled(httpx.AsyncBaseTransport):
+    """The sandbox, except that one path always answers 429 with the given Retry-After."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, path: str, retry_after: str) -> None:
+        self.inner, self.path, self.retry_after = inner, path, retry_after
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == self.path:
+            body = b'{"error": "Too many requests"}'
+            return httpx.Response(429, headers={"Retry-After": self.retry_after}, content=body)
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.parametrize("retry_after", ["86400", "Infinity", "1e999"])
+def test_a_retry_after_past_the_budget_fails_its_request_and_holds_no_other(
+    retry_after: str,
+) -> None:
+    # Retry-After is not in the spec. A server (or a proxy's quota) asking for a day, or for
+    # a wait with no end, used to pause the client's shared bucket for that long: the request
+    # gave up, and every other request of the client then waited a day, or forever, silently.
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+    throttled = _Throttled(sandbox.transport(), "/api/v4/numbers", retry_after)
+
+    async def main() -> None:
+        async with make_client(sandbox, transport=throttled, max_attempts=3) as client:
+            with pytest.raises(RateLimitedError) as info:
+                await asyncio.wait_for(client.list_numbers(), 10)
+            if retry_after == "86400":
+                assert "server asks to wait 86400s" in str(info.value)
+            balance = await asyncio.wait_for(client.get_balance(), 10)
+            assert balance.amount is not None
+
+    asyncio.run(main())
 
 
 def test_key_never_leaks_into_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture) -> None:

@@ -30,6 +30,12 @@ def parse(*argv: str) -> argparse.Namespace:
         ("after_requests", -3),
         ("late_max_minutes", 0),
         ("no_such_knob", 1),
+        # A delay with no end held every request for ever; past 64 bits, a 500 traceback.
+        ("jitter_ms", float("inf")),
+        ("latency_ms", 1e300),
+        ("trickle_gap_ms", float("nan")),
+        ("retry_after_s", float("inf")),
+        ("total_mismatch", 10**23),
     ],
 )
 def test_a_bad_fault_value_names_its_field(field: str, value: float) -> None:
