@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 QUIET_RUN_CONFIG: Mapping[str, Any] = {
     "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
 }
+# A step retry's reason in the CLI's lines (the failure file keeps it whole).
+RETRY_REASON_CHARS = 200
 VERBOSE_RUN_CONFIG: Mapping[str, Any] = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}}}
 
 
@@ -77,11 +79,7 @@ def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) ->
     for event in result.all_events:
         if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
             # Say why a step was retried, or a slow run would look merely slow.
-            data = event.event_specific_data
-            error = getattr(data, "error", None)
-            inner = error.cause if error is not None and error.cause is not None else error
-            reason = f"{inner.cls_name}: {inner.message.strip()[:200]}" if inner else "unknown"
-            line.retries.append(f"{event.step_key} ({reason})")
+            line.retries.append(f"{event.step_key} ({_retry_reason(event)})")
     for check in result.get_asset_check_evaluations():
         line.checks_total += 1
         if not check.passed:
@@ -91,6 +89,46 @@ def _summarize(label: str, result: dg.ExecuteInProcessResult, seconds: float) ->
             else:
                 line.checks_failed.append(name)
     return line
+
+
+def _retry_reason(event: dg.DagsterEvent) -> str:
+    """Why a step went up for retry: its error's cause (the API's error, not Dagster's), cut
+    at a word. A `dg.Failure`'s text is its description, without Dagster's class path."""
+    error = getattr(event.event_specific_data, "error", None)
+    inner = error.cause if error is not None and error.cause is not None else error
+    if inner is None:
+        return "unknown"
+    text = inner.message.strip()
+    if inner.cls_name == "Failure":
+        text = text.split(": ", 1)[-1] if text.startswith("dagster.") else text
+    else:
+        text = f"{inner.cls_name}: {text}"
+    return (
+        text
+        if len(text) <= RETRY_REASON_CHARS
+        else f"{text[:RETRY_REASON_CHARS].rsplit(' ', 1)[0]} ..."
+    )
+
+
+def _retry_notice(label: str, out: TextIO) -> Callable[[Any], None]:
+    """An instance event listener that prints a step's retry as it is scheduled: the run's
+    own line comes only at its end, and its step retries wait 30, 60 and 120 s, in which
+    the command would otherwise look hung."""
+    import dagster as dg
+
+    def notice(entry: Any) -> None:
+        event = entry.dagster_event
+        if event is None or event.event_type != dg.DagsterEventType.STEP_UP_FOR_RETRY:
+            return
+        wait = getattr(event.event_specific_data, "seconds_to_wait", None)
+        after = "" if wait is None else f" in {wait:.0f} s" if wait >= 10 else f" in {wait:.1f} s"
+        print(
+            f"     {label}: retrying {event.step_key}{after} ({_retry_reason(event)})",
+            file=out,
+            flush=True,
+        )
+
+    return notice
 
 
 def _format(line: RunLine) -> str:
@@ -207,6 +245,7 @@ def _run_plan(
         label, job_name, partition = planned.label, planned.job.name, planned.partition
         begun = time.perf_counter()
         run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
+        instance.add_event_listener(run_id, _retry_notice(label, out))
         try:
             result = planned.job.execute_in_process(
                 run_config={**run_config, **planned.config},

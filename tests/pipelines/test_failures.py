@@ -4,6 +4,8 @@ Faults come from the sandbox itself (5xx from the Nth CDR request on, a wrong me
 corrupt records), never from patching our code.
 """
 
+import io
+import re
 from datetime import date
 
 import dagster as dg
@@ -26,6 +28,35 @@ CDRS_PATH = "/api/v4/reporting/cdrs"
 def day(clock: SessionClock) -> date:
     """The day each test ingests: complete, inside the sandbox's data."""
     return clock.days_ago(5)
+
+
+def test_a_step_retry_is_announced_as_the_run_waits_for_it(
+    clean_faults: ServedSandbox, day: date, tmp_path
+) -> None:
+    # A run's line comes at its end; a step retry waits 30 to 120 s before it, and the command
+    # printed nothing in between: it looked hung. The notice comes as the retry is scheduled.
+    served = clean_faults
+    defs = served.defs(tmp_path, step_retries=1)
+    served.sandbox.faults = FaultConfig(error_5xx_rate=1.0, paths=(CDRS_PATH,))
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        failed = run_ingest(
+            defs,
+            [day.isoformat()],
+            instance=instance,
+            data_dir=tmp_path,
+            snapshots=False,
+            out=out,
+        )
+    assert not failed.success
+    lines = out.getvalue().splitlines()
+    retrying = re.compile(r" retrying raw_cdrs in [0-9.]+ s \(ServerError on GET ")
+    notices = [n for n, text in enumerate(lines) if retrying.search(text)]
+    assert len(notices) == 1, lines
+    assert lines[notices[0]].lstrip().startswith(f"{day.isoformat()}: retrying raw_cdrs")
+    # Before the run's own line, which is printed when the run has ended.
+    (ended,) = [n for n, text in enumerate(lines) if text.startswith("FAIL")]
+    assert notices[0] < ended
 
 
 def test_killed_run_keeps_previous_partition_then_rerun_is_exact(
