@@ -114,6 +114,11 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         description="Longest one request may take, body included (seconds): a server that "
         "trickles its answer never trips the read timeout.",
     )
+    max_response_bytes: int = Field(
+        default=512 * 2**20,
+        description="Largest response body read (decoded); past it the request fails, not "
+        "retried, instead of filling the memory (a body that never ends, a compression bomb).",
+    )
     sandbox_seed: int = Field(default=7, description="Sandbox dataset seed.")
     sandbox_cdrs_per_day: int = Field(default=2000, description="Sandbox CDRs per day.")
     sandbox_start_date: str | None = Field(
@@ -264,6 +269,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             "max_retry_s": self.max_retry_s,
             "timeout_s": self.timeout_s,
             "request_deadline_s": self.request_deadline_s,
+            "max_response_bytes": self.max_response_bytes,
             # Reconciliation of counts against metadata.total is the blocking asset check's
             # job, where it is visible in the UI, not an exception deep in the client.
             "verify_totals": False,

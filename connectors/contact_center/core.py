@@ -30,6 +30,7 @@ from connectors.contact_center.errors import (
     ContactCenterError,
     DeadlineExceeded,
     RateLimitedError,
+    ResponseTooLargeError,
     RetriableAPIError,
     map_response,
     transport_failure,
@@ -70,6 +71,16 @@ def tls_context() -> ssl.SSLContext:
     once per process: each client made its own, ~33 ms of loading the CA bundle, ten times in
     a `cdrhouse ingest` of two days. One context serves any number of connections."""
     return httpx.create_ssl_context()
+
+
+def _too_large(limit: int, method: str, path: str) -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"{method} {path}: the response body passed max_response_bytes ({limit:,} bytes, "
+        "decoded); the client stopped reading it. Raise max_response_bytes if the server's "
+        "pages are really this big",
+        method=method,
+        path=path,
+    )
 
 
 class ClientCore:
@@ -166,15 +177,9 @@ class ClientCore:
             self.stats["requests"] += 1
             try:
                 async with self._inflight:
-                    if budget is None:
-                        request = self._http.build_request(
-                            endpoint.method, path, params=query, content=content, headers=headers
-                        )
-                        response = await self._within(self._http.send(request), request)
-                    else:
-                        response = await self._receive(
-                            budget, endpoint.method, path, query, content, headers
-                        )
+                    response = await self._receive(
+                        budget, endpoint.method, path, query, content, headers
+                    )
                 held = len(response.content) if budget is not None else 0
                 try:
                     status = response.status_code
@@ -244,16 +249,17 @@ class ClientCore:
 
     async def _receive(
         self,
-        budget: ByteBudget,
+        budget: ByteBudget | None,
         method: str,
         path: str,
         params: tuple[tuple[str, str], ...],
         content: bytes | None,
         headers: dict[str, str] | None,
     ) -> httpx.Response:
-        """One response, its body read only after its length is admitted by `budget` (then
-        held). A body without a Content-Length, or compressed, is admitted by what is held
-        before it is read and counted at its real length after."""
+        """One response, its body read (`_read`: up to `max_response_bytes`) only after its
+        length is admitted by `budget`, if given (then held). A body without a Content-Length,
+        or compressed, is admitted by what is held before it is read and counted at its real
+        length after."""
         assert self._http is not None
         request = self._http.build_request(
             method, path, params=params, content=content, headers=headers
@@ -267,20 +273,42 @@ class ClientCore:
                 declared = max(0, int(response.headers.get("content-length", "0")))
             except ValueError:
                 declared = 0
-        try:
-            await budget.acquire(declared)
-        except BaseException:
-            await response.aclose()
-            raise
+        if budget is not None:
+            try:
+                await budget.acquire(declared)
+            except BaseException:
+                await response.aclose()
+                raise
         try:
             left = self.settings.request_deadline_s - spent
-            await self._within(response.aread(), request, left)
+            await self._within(self._read(response, method, path), request, left)
         except BaseException:
-            budget.release(declared)
+            if budget is not None:
+                budget.release(declared)
             await response.aclose()
             raise
-        budget.grow(len(response.content) - declared)
+        if budget is not None:
+            budget.grow(len(response.content) - declared)
         return response
+
+    async def _read(self, response: httpx.Response, method: str, path: str) -> None:
+        """The body, decoded, read up to `max_response_bytes` (`response.aread()` has no
+        bound: a body that never ends, or a small compressed one that decodes to gigabytes,
+        would fill the memory)."""
+        limit = self.settings.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        plain = "content-encoding" not in response.headers
+        if plain and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit, method, path)  # refused before a byte is read
+        parts: list[bytes] = []
+        size = 0
+        async for part in response.aiter_bytes():
+            size += len(part)
+            if size > limit:
+                raise _too_large(limit, method, path)
+            parts.append(part)
+        # What `aread()` leaves: the body for `.content`, `.json()` and the parsers.
+        response._content = b"".join(parts)
 
     async def _within(
         self, call: Awaitable[T], request: httpx.Request, seconds: float | None = None

@@ -18,7 +18,8 @@
         ├── ConflictError               409 (carries the errors map)
         ├── ValidationFailedError       422 (carries the errors map)
         ├── PaginationError             the server's paging metadata is inconsistent
-        └── ResponseShapeError          valid JSON that does not match the resource model
+        ├── ResponseShapeError          valid JSON that does not match the resource model
+        └── ResponseTooLargeError       a body past max_response_bytes (decoded)
 
 `map_response()` is the single place that turns an `httpx.Response` into this tree;
 `transport_failure()` does the same for httpx's own exceptions. Messages never contain the API
@@ -140,6 +141,11 @@ class PaginationError(FatalAPIError):
 
 class ResponseShapeError(FatalAPIError):
     """A 2xx JSON body that does not fit the resource model (not transient)."""
+
+
+class ResponseTooLargeError(FatalAPIError):
+    """A body past `max_response_bytes` once decoded (an endless stream, a compression bomb):
+    the same request would bring it again."""
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -90,6 +90,13 @@ class ClientSettings(BaseModel):
         description="Longest one attempt may take, from sending to its body's last byte: a "
         "server that sends a few bytes now and then never trips timeout_s (between reads).",
     )
+    max_response_bytes: int = Field(
+        default=512 * 2**20,
+        ge=2**20,
+        description="Largest response body read, decoded: past it the request fails "
+        "(ResponseTooLargeError, not retried) instead of filling the memory (a body that never "
+        "ends, a compression bomb). A page of 1,000 CDRs is ~1 MB.",
+    )
     page_size: int = Field(default=1000, ge=1, le=1000, description="CDR page size (max 1000).")
     concurrency: int = Field(default=8, ge=1, le=64, description="Parallel CDR sub-windows.")
     page_bytes_in_flight: int = Field(

@@ -205,3 +205,16 @@ def test_fatal_errors_fail_at_once_and_say_what_to_fix(
             assert error_class in line.failure
             assert hint in line.failure
             assert key not in line.failure
+
+
+def test_the_response_size_limit_is_a_resource_setting() -> None:
+    # The connector's error says to raise max_response_bytes: a deployment can, here.
+    resource = ContactCenterResource(
+        base_url="https://acme.cc.example.com", api_key="k", max_response_bytes=3 * 2**20
+    )
+    assert resource.settings().max_response_bytes == 3 * 2**20
+    small = ContactCenterResource(
+        base_url="https://acme.cc.example.com", api_key="k", max_response_bytes=5
+    )
+    with pytest.raises(dg.Failure, match="max_response_bytes"):
+        small.settings()
