@@ -393,10 +393,26 @@ NUMBERS = _snapshot(
         _c("city", S, "City."),
         _c("channels", pl.Int64(), "Channels purchased."),
         _c("provider", S, "Provider name."),
-        _c("activation_fee", MONEY, "pricing.activation_fee, exact."),
-        _c("monthly_fee", MONEY, "pricing.monthly_fee, exact."),
-        _c("partial_month_fee", MONEY, "pricing.partial_month_fee, exact."),
-        _c("price_per_min", MONEY, "pricing.price_per_min, exact."),
+        _c(
+            "activation_fee",
+            MONEY,
+            "pricing.activation_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "monthly_fee",
+            MONEY,
+            "pricing.monthly_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "partial_month_fee",
+            MONEY,
+            "pricing.partial_month_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "price_per_min",
+            MONEY,
+            "pricing.price_per_min, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
         _c("caller_id_group_ids", pl.List(pl.Int64()), "Ids of the caller ID groups."),
         _c("flow_id", S, "Flow id when assigned to a flow."),
         _c("flow_name", S, "Flow name."),
@@ -417,7 +433,11 @@ BALANCE_SNAPSHOTS = _snapshot(
     "one row",
     (),
     [
-        _c("amount", pl.Decimal(24, 6), "Balance, exact decimal."),
+        _c(
+            "amount",
+            pl.Decimal(24, 6),
+            "Balance, exact decimal; null if it does not fit (see `amount_raw`).",
+        ),
         _c("amount_raw", S, "Balance string exactly as the API sent it."),
     ],
 )

@@ -92,6 +92,26 @@ def _cost_fit(token: str, money: Money) -> tuple[str, str | None]:
     return format(exact, "f"), None
 
 
+def exact_text(value: object, dtype: pl.DataType) -> str | None:
+    """A decimal's text (a snapshot's price or balance) in plain notation, or None when it is
+    not a finite number or does not fit `dtype` exactly: a cast would round `1.23456789` to
+    `1.234568`, and turn `-0.0000005` into 0, without a word."""
+    if not isinstance(dtype, pl.Decimal):
+        raise TypeError(f"not a decimal column: {dtype}")
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    scale = dtype.scale
+    precision = dtype.precision if dtype.precision is not None else 38
+    if not number.is_finite() or abs(number) >= Decimal(10) ** (precision - scale):
+        return None
+    exact = number.quantize(Decimal(1).scaleb(-scale))
+    return format(exact, "f") if exact == number else None
+
+
 def exact_costs(
     records: pl.Series, decoded: pl.Series, money: Money
 ) -> tuple[pl.Series, pl.Series, pl.Series]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import orjson
@@ -36,6 +35,7 @@ from models.tables import (
     TableSpec,
 )
 from warehouse.decode import parse_ts
+from warehouse.money import exact_text
 
 Row = dict[str, Any]
 ByGroup = Mapping[int, list[Row]]  # a queue's or team's members (or supervisors) by its id
@@ -257,28 +257,29 @@ _PRICES = ("activation_fee", "monthly_fee", "partial_month_fee", "price_per_min"
 
 
 def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
+    """A price that does not fit its column exactly (more decimals than its scale, out of its
+    range, not a number) is null there, and the API's `pricing` object stays whole in `extra`:
+    nothing is rounded, nothing lost."""
+    schema = NUMBERS.polars_schema()
     rows: list[Row] = []
     for n in numbers:
         pricing, flow = n.get("pricing"), n.get("flow")
         row = {k: n.get(k) for k in _NUMBER_KNOWN if k in NUMBERS.column_names}
         # Prices stay strings until the Decimal cast in _frame: exact, never via float.
-        row.update({p: _decimal_text(_get(pricing, p)) for p in _PRICES})
+        prices = {p: _get(pricing, p) for p in _PRICES}
+        exact = {p: exact_text(v, schema[p]) for p, v in prices.items()}
+        row.update(exact)
         row["caller_id_group_ids"] = [_get(g, "id") for g in n.get("caller_id_groups") or []]
         row["flow_id"], row["flow_name"] = _get(flow, "id"), _get(flow, "name")
-        row["extra"] = _extra(n, _NUMBER_KNOWN)
+        lost = any(exact[p] is None and prices[p] is not None for p in _PRICES)
+        row["extra"] = _extra(n, [k for k in _NUMBER_KNOWN if not (lost and k == "pricing")])
         rows.append(row)
     return _frame(NUMBERS, rows, snapshot_at)
 
 
-def _decimal_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    try:
-        return str(Decimal(str(value)))
-    except InvalidOperation:
-        return None
-
-
 def balance_frame(amount: str, snapshot_at: dt.datetime) -> pl.DataFrame:
-    row = {"amount": _decimal_text(amount), "amount_raw": str(amount)}
+    """`amount` is null where the API's text does not fit its column exactly; `amount_raw`
+    keeps the text as sent, always."""
+    dtype = BALANCE_SNAPSHOTS.polars_schema()["amount"]
+    row = {"amount": exact_text(amount, dtype), "amount_raw": str(amount)}
     return _frame(BALANCE_SNAPSHOTS, [row], snapshot_at)

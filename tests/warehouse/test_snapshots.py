@@ -1,9 +1,17 @@
-"""Snapshot records -> frames: timestamps in every form the spec shows."""
+"""Snapshot records -> frames: timestamps in every form the spec shows; money exact or null,
+never rounded."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+from decimal import Decimal
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.tables import NUMBERS
 from warehouse import snapshots
 
 AT = dt.datetime(2026, 11, 21, 1, tzinfo=dt.UTC)
@@ -19,3 +27,47 @@ def test_snapshot_timestamps_parse_in_every_form_the_spec_shows() -> None:
         dt.datetime(2026, 11, 20, 10, 0, 0, tzinfo=utc),
         dt.datetime(2026, 11, 20, 10, 0, 0, 500000, tzinfo=utc),
     ]
+
+
+# (the API's text, what the typed column holds): never rounded; null when it does not fit.
+MONEY_TEXTS = [
+    ("5000.1234", Decimal("5000.1234")),
+    ("1E+5", Decimal("100000")),
+    ("1.2300000000", Decimal("1.23")),  # trailing zeros: the same value
+    ("1.23456789", None),  # a cast gave 1.234568
+    ("1.0000001", None),  # ... 1.000000
+    ("-0.0000005", None),  # ... 0: the sign and the value gone
+    ("1e30", None),  # past Decimal(24,6) / Decimal(18,6)
+    ("NaN", None),
+    ("soon", None),
+]
+
+
+@pytest.mark.parametrize(("text", "typed"), MONEY_TEXTS, ids=[t for t, _ in MONEY_TEXTS])
+def test_a_balance_is_exact_or_null_and_its_text_is_kept(text: str, typed: Decimal | None) -> None:
+    row = snapshots.balance_frame(text, AT).row(0, named=True)
+    assert row["amount"] == typed
+    assert row["amount_raw"] == text
+
+
+@pytest.mark.parametrize(("text", "typed"), MONEY_TEXTS, ids=[t for t, _ in MONEY_TEXTS])
+def test_a_price_is_exact_or_null_and_the_pricing_as_sent_stays(
+    text: str, typed: Decimal | None
+) -> None:
+    pricing = {"activation_fee": "1.5", "price_per_min": text}
+    row = snapshots.numbers_frame([{"id": 7, "pricing": pricing}], AT).row(0, named=True)
+    assert row["activation_fee"] == Decimal("1.5")
+    expected = typed if text != "1e30" else None  # also past Decimal(18,6)
+    assert row["price_per_min"] == expected
+    if expected is None:
+        assert json.loads(row["extra"]) == {"pricing": pricing}
+    else:
+        assert row["extra"] is None
+
+
+@given(st.decimals(allow_nan=False, allow_infinity=False, places=None))
+def test_a_typed_price_is_never_another_value_than_the_apis(value: Decimal) -> None:
+    text = str(value)
+    row = snapshots.numbers_frame([{"id": 1, "pricing": {"monthly_fee": text}}], AT).row(0)
+    typed = row[NUMBERS.column_names.index("monthly_fee")]
+    assert typed is None or typed == value
