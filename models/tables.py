@@ -322,9 +322,9 @@ USERS = _snapshot(
         _c("channel_profiles", S, "JSON array of channel profiles."),
         _c("speech_language", S, "Speech language code."),
         _c("status", S, "Status, e.g. available."),
-        _c("created_at", TS, "Created (UTC); a form not read is null here, its text in `extra`."),
-        _c("updated_at", TS, "Updated (UTC); a form not read is null here, its text in `extra`."),
-        _c("deleted_at", TS, "Deleted (UTC); null for active users (a form not read: in `extra`)."),
+        _c("created_at", TS, "Created (UTC)."),
+        _c("updated_at", TS, "Updated (UTC)."),
+        _c("deleted_at", TS, "Deleted (UTC); null for active users."),
         _c("deleted", pl.Boolean(), "True when listed by /users/deleted."),
         EXTRA,
     ],
@@ -393,14 +393,30 @@ NUMBERS = _snapshot(
         _c("city", S, "City."),
         _c("channels", pl.Int64(), "Channels purchased."),
         _c("provider", S, "Provider name."),
-        *(
-            _c(fee, MONEY, f"pricing.{fee}, exact; null if it does not fit (`extra`: `pricing`).")
-            for fee in ("activation_fee", "monthly_fee", "partial_month_fee", "price_per_min")
+        _c(
+            "activation_fee",
+            MONEY,
+            "pricing.activation_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "monthly_fee",
+            MONEY,
+            "pricing.monthly_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "partial_month_fee",
+            MONEY,
+            "pricing.partial_month_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        ),
+        _c(
+            "price_per_min",
+            MONEY,
+            "pricing.price_per_min, exact; null if it does not fit (`extra` then has `pricing` as sent).",
         ),
         _c("caller_id_group_ids", pl.List(pl.Int64()), "Ids of the caller ID groups."),
         _c("flow_id", S, "Flow id when assigned to a flow."),
         _c("flow_name", S, "Flow name."),
-        _c("created_at", TS, "Created (UTC); a form not read is null here, its text in `extra`."),
+        _c("created_at", TS, "Created (UTC)."),
         EXTRA,
     ],
 )

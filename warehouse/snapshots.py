@@ -99,7 +99,7 @@ def _frame(spec: TableSpec, rows: list[Row], snapshot_at: dt.datetime) -> pl.Dat
         if n not in ("snapshot_at", "snapshot_date")
     }
     df = pl.DataFrame(rows, schema=build, orient="row" if not rows else None, strict=False)
-    out = df.with_columns(
+    return df.with_columns(
         *[
             parse_ts(pl.col(c)).alias(c)  # every form the spec shows, like the CDRs'
             for c in ts_cols
@@ -108,26 +108,6 @@ def _frame(spec: TableSpec, rows: list[Row], snapshot_at: dt.datetime) -> pl.Dat
         pl.lit(at).cast(pl.Datetime("ms", "UTC")).alias("snapshot_at"),
         pl.lit(at.date()).alias("snapshot_date"),
     ).select(spec.column_names)
-    return _unparsed_into_extra(out, df, ts_cols)
-
-
-def _unparsed_into_extra(
-    out: pl.DataFrame, texts: pl.DataFrame, ts_cols: list[str]
-) -> pl.DataFrame:
-    """A timestamp in a form `parse_ts` does not read is null in its column; its text goes to
-    the row's `extra` under the column's name, not lost (rare: a Python loop over those rows)."""
-    if "extra" not in out.columns or not ts_cols:
-        return out
-    lost = [texts[c].is_not_null() & out[c].is_null() for c in ts_cols]
-    if not any(mask.any() for mask in lost):
-        return out
-    extra = out["extra"].to_list()
-    for column, mask in zip(ts_cols, lost, strict=True):
-        for row in mask.arg_true().to_list():
-            kept = orjson.loads(extra[row]) if extra[row] else {}
-            kept[column] = texts[column][row]
-            extra[row] = orjson.dumps(kept).decode()
-    return out.with_columns(pl.Series("extra", extra, dtype=out.schema["extra"]))
 
 
 def _id_name_rows(records: list[Row]) -> list[Row]:

@@ -69,20 +69,3 @@ def test_a_typed_price_is_never_another_value_than_the_apis(value: Decimal) -> N
     row = snapshots.numbers_frame([{"id": 1, "pricing": {"monthly_fee": text}}], AT).row(0)
     typed = row[NUMBERS.column_names.index("monthly_fee")]
     assert typed is None or typed == value
-
-
-@pytest.mark.parametrize("sent", ["2026-11-20", "yesterday", 1732000000, "2026-11-20 10:00:00"])
-def test_a_timestamp_in_a_form_not_read_is_null_and_its_text_kept_in_extra(
-    sent: str | int,
-) -> None:
-    # It was null with its text gone: a form the spec does not show left no trace.
-    number = snapshots.numbers_frame([{"id": 1, "created_at": sent, "odd": 2}], AT).row(
-        0, named=True
-    )
-    assert number["created_at"] is None
-    assert json.loads(number["extra"]) == {"odd": 2, "created_at": str(sent)}
-    user = {"id": "u1", "created_at": "2026-11-20T10:00:00Z", "updated_at": sent}
-    row = snapshots.users_frames([user], [], AT)["users"].row(0, named=True)
-    assert row["created_at"] == dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
-    assert row["updated_at"] is None
-    assert json.loads(row["extra"]) == {"updated_at": str(sent)}
