@@ -393,25 +393,9 @@ NUMBERS = _snapshot(
         _c("city", S, "City."),
         _c("channels", pl.Int64(), "Channels purchased."),
         _c("provider", S, "Provider name."),
-        _c(
-            "activation_fee",
-            MONEY,
-            "pricing.activation_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
-        ),
-        _c(
-            "monthly_fee",
-            MONEY,
-            "pricing.monthly_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
-        ),
-        _c(
-            "partial_month_fee",
-            MONEY,
-            "pricing.partial_month_fee, exact; null if it does not fit (`extra` then has `pricing` as sent).",
-        ),
-        _c(
-            "price_per_min",
-            MONEY,
-            "pricing.price_per_min, exact; null if it does not fit (`extra` then has `pricing` as sent).",
+        *(
+            _c(fee, MONEY, f"pricing.{fee}, exact; null if it does not fit (`extra`: `pricing`).")
+            for fee in ("activation_fee", "monthly_fee", "partial_month_fee", "price_per_min")
         ),
         _c("caller_id_group_ids", pl.List(pl.Int64()), "Ids of the caller ID groups."),
         _c("flow_id", S, "Flow id when assigned to a flow."),
