@@ -29,6 +29,7 @@ from connectors.contact_center.endpoints import ENDPOINTS, Endpoint
 from connectors.contact_center.errors import (
     ContactCenterError,
     DeadlineExceeded,
+    ListingChangedError,
     RateLimitedError,
     ResponseTooLargeError,
     RetriableAPIError,
@@ -380,6 +381,7 @@ class ClientCore:
         pager = OffsetPaginator(None, endpoint.max_limit)
         what = f"{endpoint.method} {endpoint.path}"
         out: list[M] = []
+        seen: set[object] = set()
         while pager.has_next:
             items, info = await self._send(
                 endpoint,
@@ -388,8 +390,23 @@ class ClientCore:
                 params=self._params(pager, filters),
             )
             pager.validate(info)
+            at = pager.offset + pager.received
             pager.update(info)
-            out.extend(to_model(model, item, what) for item in items)
+            for item in items:
+                parsed = to_model(model, item, what)
+                key = getattr(parsed, "id", None)
+                if key is not None and key in seen:
+                    # A duplicate means another item was skipped, or the server ignores offset
+                    # (a cache keyed without the query): never a snapshot with both flaws.
+                    raise ListingChangedError(
+                        f"{what}: id {str(key)[:40]} came twice while paging by offset (page at "
+                        f"offset {at}): the list changed during the walk, or the server "
+                        "ignores offset; read it again",
+                        method=endpoint.method,
+                        path=endpoint.path,
+                    )
+                seen.add(key)
+                out.append(parsed)
         return out
 
     @staticmethod

@@ -7,8 +7,9 @@
     │   ├── ServerError                 5xx
     │   ├── TransportFailure            timeout, connect error, reset; never_sent tells whether
     │   │                               the request provably did not reach the server
-    │   └── InvalidBodyError            2xx body that is not the JSON it should be (HTML, empty,
-    │                                   truncated, missing list key)
+    │   ├── InvalidBodyError            2xx body that is not the JSON it should be (HTML, empty,
+    │   │                               truncated, missing list key)
+    │   └── ListingChangedError         an id twice in one offset-paged list (read it again)
     └── FatalAPIError                   fix the request or the configuration; do not retry
         ├── BadRequestError             400
         ├── AuthenticationError         401: the key is missing, wrong or not a v4 key
@@ -89,6 +90,11 @@ class TransportFailure(RetriableAPIError):
 
 class InvalidBodyError(RetriableAPIError):
     """A success status with a body that is not valid JSON of the expected shape."""
+
+
+class ListingChangedError(RetriableAPIError):
+    """An id came twice while a list was paged by offset: the listing changed under the walk
+    (an item added before the offset shifts the rest), or the server ignores `offset`."""
 
 
 class FatalAPIError(ContactCenterError):

@@ -17,6 +17,7 @@ from connectors.contact_center import (
     AuthenticationError,
     CdrPage,
     ContactCenterClient,
+    ListingChangedError,
     PaginationError,
     RateLimitedError,
     RetriableAPIError,
@@ -262,6 +263,38 @@ def test_a_retry_after_past_the_budget_fails_its_request_and_holds_no_other(
             assert balance.amount is not None
 
     asyncio.run(main())
+
+
+class _IgnoresOffset(httpx.AsyncBaseTransport):
+    """A cache or proxy in front of the sandbox keyed without the query's offset: every page
+    of a list is its first (`limit` capped at 5, as a server may cap it)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if "offset" in request.url.params:
+            params = request.url.params.set("offset", "0").set("limit", "5")
+            request = httpx.Request(request.method, request.url.copy_with(params=params),
+                                    headers=request.headers)  # fmt: skip
+        return await self.inner.handle_async_request(request)
+
+
+def test_a_list_whose_pages_repeat_is_refused_not_landed_with_duplicates() -> None:
+    # The walk stopped at metadata.total with the first 5 users over and over: a users
+    # snapshot with duplicates, and every user past the fifth missing, without a word.
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+
+    async def main() -> list[str]:
+        async with make_client(sandbox) as client:
+            honest = [u.id for u in await client.list_all_users()]
+        async with make_client(sandbox, transport=_IgnoresOffset(sandbox.transport())) as client:
+            with pytest.raises(ListingChangedError, match="came twice while paging by offset"):
+                await client.list_all_users()
+        return honest
+
+    honest = asyncio.run(main())
+    assert len(honest) == len(set(honest)) > 5  # the honest walk: every user once
 
 
 def test_key_never_leaks_into_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture) -> None:
