@@ -7,6 +7,7 @@ library at module level: `pipelines.cli` imports it, and `cdrhouse --help` must 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -122,11 +123,14 @@ def _retry_notice(label: str, out: TextIO) -> Callable[[Any], None]:
             return
         wait = getattr(event.event_specific_data, "seconds_to_wait", None)
         after = "" if wait is None else f" in {wait:.0f} s" if wait >= 10 else f" in {wait:.1f} s"
-        print(
-            f"     {label}: retrying {event.step_key}{after} ({_retry_reason(event)})",
-            file=out,
-            flush=True,
-        )
+        # A closed pipe (`ingest | head`) must not fail the run from inside Dagster: the run
+        # goes on, and the command stops at its next line, between runs, as before.
+        with contextlib.suppress(OSError):
+            print(
+                f"     {label}: retrying {event.step_key}{after} ({_retry_reason(event)})",
+                file=out,
+                flush=True,
+            )
 
     return notice
 

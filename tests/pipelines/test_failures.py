@@ -218,3 +218,41 @@ def test_the_response_size_limit_is_a_resource_setting() -> None:
     )
     with pytest.raises(dg.Failure, match="max_response_bytes"):
         small.settings()
+
+
+class _ClosedPipe(io.StringIO):
+    """Standard output whose reader has gone (`cdrhouse ingest | head -1`)."""
+
+    def write(self, text: str) -> int:  # noqa: ARG002
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_output_does_not_fail_a_run_from_inside_its_retry_notice(
+    clean_faults: ServedSandbox, day: date, tmp_path
+) -> None:
+    # The notice is printed inside Dagster's event handling: a closed pipe there failed the
+    # run at its first retry (the retry never ran). The run must go on; the command stops
+    # at its next line, after the run, as it did before the notice existed.
+    served = clean_faults
+    defs = served.defs(tmp_path, step_retries=1)
+    served.sandbox.faults = FaultConfig(error_5xx_rate=1.0, paths=(CDRS_PATH,))
+    with dg.DagsterInstance.ephemeral() as instance:
+        with pytest.raises(BrokenPipeError):
+            run_ingest(
+                defs,
+                [day.isoformat()],
+                instance=instance,
+                data_dir=tmp_path,
+                snapshots=False,
+                out=_ClosedPipe(),
+            )
+        (run,) = instance.get_runs()
+        kinds = [
+            e.dagster_event.event_type
+            for e in instance.all_logs(run.run_id)
+            if e.dagster_event is not None and e.step_key == "raw_cdrs"
+        ]
+        # The retry ran, and the step failed on the server's 5xx, not on the pipe.
+        assert dg.DagsterEventType.STEP_RESTARTED in kinds, kinds
+        assert kinds[-1] == dg.DagsterEventType.STEP_FAILURE
+        assert run.status == dg.DagsterRunStatus.FAILURE
