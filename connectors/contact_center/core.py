@@ -282,7 +282,7 @@ class ClientCore:
                 raise
         try:
             left = self.settings.request_deadline_s - spent
-            await self._within(self._read(response, method, path), request, left)
+            await self._within(self._read(response, declared, method, path), request, left)
         except BaseException:
             if budget is not None:
                 budget.release(declared)
@@ -292,14 +292,12 @@ class ClientCore:
             budget.grow(len(response.content) - declared)
         return response
 
-    async def _read(self, response: httpx.Response, method: str, path: str) -> None:
+    async def _read(self, response: httpx.Response, declared: int, method: str, path: str) -> None:
         """The body, decoded, read up to `max_response_bytes` (`response.aread()` has no
         bound: a body that never ends, or a small compressed one that decodes to gigabytes,
-        would fill the memory)."""
+        would fill the memory). `declared`: its plain Content-Length (0 if none or encoded)."""
         limit = self.settings.max_response_bytes
-        declared = response.headers.get("content-length", "")
-        plain = "content-encoding" not in response.headers
-        if plain and declared.isdigit() and int(declared) > limit:
+        if declared > limit:
             raise _too_large(limit, method, path)  # refused before a byte is read
         parts: list[bytes] = []
         size = 0

@@ -7,6 +7,7 @@ corrupt records), never from patching our code.
 import io
 import re
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -30,14 +31,18 @@ def day(clock: SessionClock) -> date:
     return clock.days_ago(5)
 
 
+def _every_cdr_request_fails(served: ServedSandbox, tmp_path: Path) -> dg.Definitions:
+    """The location with one step retry, against a sandbox answering every CDR request 5xx."""
+    served.sandbox.faults = FaultConfig(error_5xx_rate=1.0, paths=(CDRS_PATH,))
+    return served.defs(tmp_path, step_retries=1)
+
+
 def test_a_step_retry_is_announced_as_the_run_waits_for_it(
     clean_faults: ServedSandbox, day: date, tmp_path
 ) -> None:
     # A run's line comes at its end; a step retry waits 30 to 120 s before it, and the command
     # printed nothing in between: it looked hung. The notice comes as the retry is scheduled.
-    served = clean_faults
-    defs = served.defs(tmp_path, step_retries=1)
-    served.sandbox.faults = FaultConfig(error_5xx_rate=1.0, paths=(CDRS_PATH,))
+    defs = _every_cdr_request_fails(clean_faults, tmp_path)
     out = io.StringIO()
     with dg.DagsterInstance.ephemeral() as instance:
         failed = run_ingest(
@@ -233,9 +238,7 @@ def test_a_closed_output_does_not_fail_a_run_from_inside_its_retry_notice(
     # The notice is printed inside Dagster's event handling: a closed pipe there failed the
     # run at its first retry (the retry never ran). The run must go on; the command stops
     # at its next line, after the run, as it did before the notice existed.
-    served = clean_faults
-    defs = served.defs(tmp_path, step_retries=1)
-    served.sandbox.faults = FaultConfig(error_5xx_rate=1.0, paths=(CDRS_PATH,))
+    defs = _every_cdr_request_fails(clean_faults, tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:
         with pytest.raises(BrokenPipeError):
             run_ingest(
