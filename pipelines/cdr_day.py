@@ -36,6 +36,7 @@ import polars.selectors as cs
 from connectors.contact_center import ByteBudget
 from models.tables import RAW_CDRS as RAW_SPEC
 from models.tables import landed
+from pipelines.aio import run_interruptible
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
@@ -461,7 +462,7 @@ def land_day(
                     day.add(frame)
 
                 try:
-                    asyncio.run(pull_day(contact_center, log, partition, receive, stats))
+                    run_interruptible(pull_day(contact_center, log, partition, receive, stats))
                     day.flush()
                 finally:
                     day.close()

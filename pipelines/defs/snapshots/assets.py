@@ -1,7 +1,6 @@
 """The snapshot assets: one multi-asset per API resource family (users, routing, campaigns,
 numbers, the balance); each replaces today's (UTC) `snapshot_date=` partition of its tables."""
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +10,7 @@ import dagster as dg
 from connectors.contact_center.errors import ContactCenterError
 from models.tables import TABLES
 from models.timestamps import iso_ms
+from pipelines.aio import run_interruptible
 from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import ContactCenterResource, WarehouseResource, utc_now
@@ -54,7 +54,7 @@ def _snapshot_asset(
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
-            fetched = asyncio.run(fetch_snapshot(source, contact_center, context.log))
+            fetched = run_interruptible(fetch_snapshot(source, contact_center, context.log))
         except ContactCenterError as exc:
             raise api_failure(exc, partition=None, api=contact_center) from exc
         frames = build_snapshot_frames(source.name, fetched, taken_at)
