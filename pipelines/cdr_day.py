@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -92,6 +93,8 @@ DECODE_THREADS = 2
 RAW_COLUMNS = landed(RAW_SPEC).column_names
 T = TypeVar("T")
 R = TypeVar("R")
+# Starts a day's progress line in the run's log; `cdrhouse ingest` prints the lines so marked.
+PROGRESS_MARK = "progress: "
 
 
 class NoRawPartition(Exception):
@@ -109,6 +112,7 @@ class DayStats:
     """What landing one day did, for the assets' metadata."""
 
     rows: int = 0
+    received: int = 0  # records in the pages received (rows: those landed)
     pages: int = 0
     native_pages: int = 0  # decoded in the one native pass (the others: the tolerant path)
     bytes: int = 0
@@ -379,6 +383,8 @@ async def pull_day(
                 # decoded and written, no other big page is received.
                 budget.release(size)
 
+        every_s = contact_center.progress_every_s
+        progress = asyncio.create_task(_report_progress(log, every_s, stats)) if every_s else None
         try:
             async with contact_center.client(log) as client:
                 budget = ByteBudget(client.settings.page_bytes_in_flight)
@@ -386,6 +392,7 @@ async def pull_day(
                     previous = landing[-1] if landing else None
                     landing.append(asyncio.create_task(land([page.body], previous, budget)))
                     stats.pages += 1
+                    stats.received += page.count
                     stats.bytes += len(page.body)
                     window = (page.window_start.isoformat(), page.window_end.isoformat())
                     # metadata.total is per sub-window: count it once per window, not per page.
@@ -401,9 +408,31 @@ async def pull_day(
             # On failure: pending pages are dropped (a task waiting on a failed one fails too)
             # and the pools' shutdown waits for the running decode and write, so `write` is
             # never called after we return.
-            for task in landing:
+            ended = [*landing, *([progress] if progress is not None else [])]
+            for task in ended:
                 task.cancel()
-            await asyncio.gather(*landing, return_exceptions=True)
+            await asyncio.gather(*ended, return_exceptions=True)
+
+
+async def _report_progress(
+    log: logging.Logger | dg.DagsterLogManager, every_s: float, stats: DayStats
+) -> None:
+    """A day's progress in the run's log every `every_s` seconds, until cancelled: a long day
+    (a million CDRs behind a rate limit, a server that makes the client retry) otherwise said
+    nothing from its start to its end."""
+    begun = time.monotonic()
+    while True:
+        await asyncio.sleep(every_s)
+        elapsed = time.monotonic() - begun
+        if not stats.pages:
+            log.info(f"{PROGRESS_MARK}no page yet after {elapsed:,.0f} s")
+            continue
+        rate = stats.received / elapsed
+        # `api_total` sums the totals of the sub-windows heard from so far: a floor.
+        log.info(
+            f"{PROGRESS_MARK}{stats.received:,} CDRs received of {stats.api_total:,} announced "
+            f"so far, {stats.pages:,} pages ({stats.bytes / 2**20:,.1f} MiB), {rate:,.0f} CDRs/s"
+        )
 
 
 def _take_and(fn: Callable[[T], R], box: list[T]) -> R:

@@ -111,26 +111,34 @@ def _retry_reason(event: dg.DagsterEvent) -> str:
     )
 
 
-def _retry_notice(label: str, out: TextIO) -> Callable[[Any], None]:
-    """An instance event listener that prints a step's retry as it is scheduled: the run's
-    own line comes only at its end, and its step retries wait 30, 60 and 120 s, in which
-    the command would otherwise look hung."""
+def _run_notices(label: str, out: TextIO) -> Callable[[Any], None]:
+    """An instance event listener that prints, while a run goes on, a step's retry as it is
+    scheduled and a day's progress lines: the run's own line comes only at its end, its step
+    retries wait 30, 60 and 120 s, and a long day takes minutes, in which the command would
+    otherwise look hung."""
     import dagster as dg
+
+    from pipelines.cdr_day import PROGRESS_MARK
 
     def notice(entry: Any) -> None:
         event = entry.dagster_event
-        if event is None or event.event_type != dg.DagsterEventType.STEP_UP_FOR_RETRY:
+        if event is None:
+            message = getattr(entry, "user_message", "") or ""
+            if not message.startswith(PROGRESS_MARK):
+                return
+            text = f"     {label}: {message.removeprefix(PROGRESS_MARK)}"
+        elif event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
+            wait = getattr(event.event_specific_data, "seconds_to_wait", None)
+            after = (
+                "" if wait is None else f" in {wait:.0f} s" if wait >= 10 else f" in {wait:.1f} s"
+            )
+            text = f"     {label}: retrying {event.step_key}{after} ({_retry_reason(event)})"
+        else:
             return
-        wait = getattr(event.event_specific_data, "seconds_to_wait", None)
-        after = "" if wait is None else f" in {wait:.0f} s" if wait >= 10 else f" in {wait:.1f} s"
         # A closed pipe (`ingest | head`) must not fail the run from inside Dagster: the run
         # goes on, and the command stops at its next line, between runs, as before.
         with contextlib.suppress(OSError):
-            print(
-                f"     {label}: retrying {event.step_key}{after} ({_retry_reason(event)})",
-                file=out,
-                flush=True,
-            )
+            print(text, file=out, flush=True)
 
     return notice
 
@@ -249,7 +257,7 @@ def _run_plan(
         label, job_name, partition = planned.label, planned.job.name, planned.partition
         begun = time.perf_counter()
         run_id = str(uuid.uuid4())  # known before the run: named even if it cannot be recorded
-        instance.add_event_listener(run_id, _retry_notice(label, out))
+        instance.add_event_listener(run_id, _run_notices(label, out))
         try:
             result = planned.job.execute_in_process(
                 run_config={**run_config, **planned.config},

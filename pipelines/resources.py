@@ -119,6 +119,12 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         description="Largest response body read (decoded); past it the request fails, not "
         "retried, instead of filling the memory (a body that never ends, a compression bomb).",
     )
+    progress_every_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="Seconds between the progress lines of a day's fetch (in the run's log and "
+        "in cdrhouse ingest's output); 0: none.",
+    )
     sandbox_seed: int = Field(default=7, description="Sandbox dataset seed.")
     sandbox_cdrs_per_day: int = Field(default=2000, description="Sandbox CDRs per day.")
     sandbox_start_date: str | None = Field(

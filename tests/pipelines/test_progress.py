@@ -1,0 +1,88 @@
+"""A long day says how far it is while it is fetched: in the run's log (the UI's run view) and
+in `cdrhouse ingest`'s output, before the day's own line. Before, a day of a million CDRs
+behind a rate limit printed nothing from its start to its end."""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+
+from connectors.sandbox import FaultConfig
+from pipelines.cdr_day import PROGRESS_MARK
+from pipelines.cli_runs import run_ingest
+from tests.support.clock import SessionClock
+from tests.support.served import ServedSandbox
+
+WAITING = re.compile(r"^     (?P<day>\S+): no page yet after [\d,]+ s$")
+PROGRESS = re.compile(
+    r"^     (?P<day>\S+): (?P<received>[\d,]+) CDRs received of (?P<announced>[\d,]+) "
+    r"announced so far, (?P<pages>[\d,]+) pages \([\d.,]+ MiB\), [\d,]+ CDRs/s$"
+)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_a_days_progress_is_printed_while_it_is_fetched(
+    clean_faults: ServedSandbox, clock: SessionClock, tmp_path: Path
+) -> None:
+    served = clean_faults
+    day: date = clock.days_ago(5)
+    # Small pages, each answered slowly: the day's fetch takes at least three answers in a row.
+    served.sandbox.faults = FaultConfig(latency_ms=150.0)
+    defs = served.defs(tmp_path, page_size=20, progress_every_s=0.1)
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(
+            defs, [day.isoformat()], instance=instance, data_dir=tmp_path, snapshots=False, out=out
+        )
+        (run,) = instance.get_runs()
+        logged = [
+            e.user_message
+            for e in instance.all_logs(run.run_id)
+            if e.dagster_event is None and e.user_message.startswith(PROGRESS_MARK)
+        ]
+    assert report.success, out.getvalue()
+    lines = out.getvalue().splitlines()
+    progress = [(n, m) for n, text in enumerate(lines) if (m := PROGRESS.match(text))]
+    assert len(progress) >= 2, lines
+    (ended,) = [n for n, text in enumerate(lines) if text.startswith("ok ")]
+    assert all(n < ended for n, _ in progress), lines  # while the day was fetched
+    # Lines before the first page say so; no other line comes between.
+    waiting = [n for n, text in enumerate(lines) if WAITING.match(text)]
+    assert sorted(waiting + [n for n, _ in progress]) == list(range(ended)), lines
+    assert {m["day"] for _, m in progress} == {day.isoformat()}
+    received = [_number(m["received"]) for _, m in progress]
+    assert received == sorted(received)
+    assert received[-1] > received[0]
+    total = report.runs[0].rows["raw_cdrs"]
+    assert all(_number(m["announced"]) <= total for _, m in progress)
+    assert received[-1] <= total
+    # The same lines in the run's log, where the UI shows them.
+    assert len(logged) == len(progress) + len(waiting)
+
+
+def test_no_progress_line_when_it_is_turned_off(
+    clean_faults: ServedSandbox, clock: SessionClock, tmp_path: Path
+) -> None:
+    served = clean_faults
+    served.sandbox.faults = FaultConfig(latency_ms=150.0)
+    defs = served.defs(tmp_path, page_size=20, progress_every_s=0)
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(
+            defs,
+            [clock.days_ago(5).isoformat()],
+            instance=instance,
+            data_dir=tmp_path,
+            snapshots=False,
+            out=out,
+        )
+    assert report.success
+    assert "CDRs received" not in out.getvalue()
+    assert "no page yet" not in out.getvalue()
