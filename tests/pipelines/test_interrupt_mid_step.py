@@ -19,6 +19,7 @@ import pytest
 
 from connectors.sandbox import FaultConfig
 from pipelines.cli_runs import run_ingest
+from pipelines.resources import ContactCenterResource
 from tests.support.cli import clean_env, finish, start_cdrhouse
 from tests.support.clock import SessionClock
 from tests.support.served import ServedSandbox, sandbox_defs
@@ -62,8 +63,12 @@ def test_a_signal_during_a_days_fetch_stops_the_ingest_there(
     assert run.code == 130, str(run)
     assert run.stderr.strip().splitlines()[-1] == "cdrhouse: interrupted", str(run)
     assert "Traceback" not in run.stdout + run.stderr
-    # Asked for nothing more (the requests in flight aside: sub-windows go in parallel).
-    assert served.sandbox.counters.get(CDRS_PATH, 0) <= signalled + 4
+    # Asked for nothing more, the requests in flight aside: sub-windows go in parallel, up to
+    # the resource's concurrency, and a busy server counts some of them only after the signal
+    # (`+ 4` failed once in 8 runs on two busy cores, with 7 more). A fetch that went on would
+    # ask for ~8 more every 1.5 s until STOP_LIMIT_S.
+    in_flight = ContactCenterResource().concurrency
+    assert served.sandbox.counters.get(CDRS_PATH, 0) <= signalled + in_flight
     # Nothing of any day published.
     assert not list((data_dir / "lake").glob("*/date=*/*.parquet"))
     # The run is recorded as ended (not left STARTED for the next command to close).
