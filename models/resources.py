@@ -25,9 +25,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     PlainSerializer,
     StrictInt,
     StringConstraints,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -47,10 +49,57 @@ Uuid = Annotated[
 UtcTimestamp = Annotated[AwareDatetime, PlainSerializer(iso_ms, return_type=str)]
 
 
+# The extra key under which a read model keeps, as received, the optional known fields whose
+# value it could not read (`ApiModel`).
+UNREADABLE = "_unreadable"
+
+
 class ApiModel(BaseModel):
-    """Base of read models: keep what we do not know."""
+    """Base of read models: keep what we do not know, and what we cannot read.
+
+    An optional known field whose value has another type than the spec's (a date that is no
+    date, a list that is a string) is left unset, and its value is kept as received under
+    `UNREADABLE` (`{"_unreadable": {"created_at": "yesterday"}}`), an extra field like any
+    unknown one: one odd value in one agent's record used to fail the whole directory snapshot.
+    A required field (an `id`) that cannot be read still fails the record."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_unreadable(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            if not isinstance(data, dict) or UNREADABLE in data:
+                raise
+            fields = cls.model_fields
+            names = {name: name for name in fields}
+            names.update({f.alias: name for name, f in fields.items() if f.alias})
+            bad: set[str] = set()
+            for error in exc.errors():
+                key = error["loc"][0] if error["loc"] else None
+                if not isinstance(key, str) or key not in names or key not in data:
+                    raise  # a model-level error, or a field not sent: nothing to leave out
+                if fields[names[key]].is_required():
+                    raise
+                bad.add(key)
+            unreadable = {k: v for k, v in data.items() if k in bad}  # in the record's order
+            model = handler({k: v for k, v in data.items() if k not in unreadable})
+            assert model.__pydantic_extra__ is not None  # (extra="allow")
+            model.__pydantic_extra__[UNREADABLE] = unreadable
+            return model
+
+    def unreadable_fields(self) -> list[str]:
+        """Dotted paths of the fields this record (and the records in it) could not read."""
+        found = [str(k) for k in (self.model_extra or {}).get(UNREADABLE, {})]
+        for name, value in self:
+            items = value if isinstance(value, list) else [value]
+            for n, item in enumerate(items):
+                if isinstance(item, ApiModel):
+                    where = f"{name}[{n}]" if isinstance(value, list) else name
+                    found += [f"{where}.{path}" for path in item.unreadable_fields()]
+        return found
 
 
 class WriteModel(BaseModel):

@@ -98,8 +98,16 @@ def _c(name: str, dtype: pl.DataType, description: str, *, free_text: bool = Fal
 
 
 DATE = _c("date", pl.Date(), "UTC day of started_at; the hive partition (date=YYYY-MM-DD).")
+_UNKNOWN_FIELDS = "JSON object of fields the spec does not know (null when none)."
+# A snapshot's: its record went through the API's read models (models.resources.ApiModel).
 EXTRA = _c(
-    "extra", S, "JSON object of fields the spec does not know (null when none).", free_text=True
+    "extra",
+    S,
+    "JSON object of fields the spec does not know and, under `_unreadable`, of known fields "
+    "whose value had another type than the spec's, as received (their column is null); in "
+    "`users`, the fields of `security_access_group` and `webrtc_ringtone` that their columns "
+    "do not hold, under those names; null when none.",
+    free_text=True,
 )
 
 PII_FORGOTTEN = Column(
@@ -155,7 +163,7 @@ def cdr_table_specs(fields: CdrFieldTable = CDR_FIELDS) -> dict[str, TableSpec]:
             for f in of
         ]
 
-    extra = replace(EXTRA, lineage="record")
+    extra = replace(EXTRA, description=_UNKNOWN_FIELDS, lineage="record")
     date = Column(DATE.name, DATE.dtype, DATE.description, "date")
     data = Column("data", S, "Raw `data` JSON, kept only for CDR types the spec does not know.")
     specs = {

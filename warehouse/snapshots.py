@@ -74,8 +74,21 @@ def _utc_ms(at: dt.datetime) -> dt.datetime:
     return at.replace(microsecond=at.microsecond // 1000 * 1000)
 
 
-def _extra(record: Mapping[str, Any], known: Iterable[str]) -> str | None:
+def _extra(
+    record: Mapping[str, Any],
+    known: Iterable[str],
+    flattened: Mapping[str, tuple[str, ...]] | None = None,
+) -> str | None:
+    """The record's fields outside `known`, as JSON; and of each object `flattened` into
+    columns (`security_access_group` -> `_id`, `_name`), the fields no column holds (unknown
+    ones, or `_unreadable`: models.resources.ApiModel) under its own name."""
     rest = {k: v for k, v in record.items() if k not in set(known)}
+    for key, columns in (flattened or {}).items():
+        obj = record.get(key)
+        if isinstance(obj, Mapping) and (
+            left := {k: v for k, v in obj.items() if k not in columns}
+        ):
+            rest[key] = left
     return orjson.dumps(rest).decode() if rest else None
 
 
@@ -117,6 +130,10 @@ def _id_name_rows(records: list[Row]) -> list[Row]:
     ]
 
 
+# The user's objects held as columns: their other fields go to `extra`.
+_USER_FLATTENED = {"security_access_group": ("id", "name"), "webrtc_ringtone": ("type", "name")}
+
+
 def users_frames(
     active: list[Row], deleted: list[Row], snapshot_at: dt.datetime
 ) -> dict[str, pl.DataFrame]:
@@ -141,7 +158,7 @@ def users_frames(
                 "channel_group_capacity": _json(u.get("channel_group_capacity")),
                 "channel_profiles": _json(u.get("channel_profiles")),
                 "deleted": is_deleted,
-                "extra": _extra(u, _USER_KNOWN),
+                "extra": _extra(u, _USER_KNOWN, _USER_FLATTENED),
             }
         )
         for field, table, col in (

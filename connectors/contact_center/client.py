@@ -193,7 +193,11 @@ class ContactCenterClient(DirectoryEndpoints):
             return items, meta.get("total"), meta.get("next_cursor")
 
         items, total, next_cursor = await self._send(endpoint, parse, params=params)
-        return [to_model(Cdr, item, endpoint.path) for item in items], total, next_cursor
+        return (
+            [to_model(Cdr, item, endpoint.method, endpoint.path) for item in items],
+            total,
+            next_cursor,
+        )
 
     async def get_cdr(self, cdr_id: str) -> Cdr:
         """GET /reporting/cdrs/{cdr_id}; the body is {cdr} (the spec's singular convention)."""

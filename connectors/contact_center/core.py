@@ -43,6 +43,7 @@ from connectors.contact_center.responses import (
     WriteResult,
     keyed,
     list_body,
+    note_unreadable,
     to_model,
     write_result,
 )
@@ -325,7 +326,9 @@ class ClientCore:
     async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
         endpoint = ENDPOINTS[name]
         raw = await self._send(endpoint, keyed(key), ids=ids)
-        return to_model(model, raw, f"{endpoint.method} {endpoint.path}")
+        parsed = to_model(model, raw, endpoint.method, endpoint.path)
+        note_unreadable([parsed], f"{endpoint.method} {endpoint.path}")
+        return parsed
 
     async def _write(
         self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
@@ -363,7 +366,9 @@ class ClientCore:
             endpoint, list_body(endpoint.list_key), ids=ids, params=self._params(pager, filters)
         )
         what = f"{endpoint.method} {endpoint.path}"
-        return ListPage([to_model(model, item, what) for item in items], info.total)
+        parsed = [to_model(model, item, endpoint.method, endpoint.path) for item in items]
+        note_unreadable(parsed, what)
+        return ListPage(parsed, info.total)
 
     async def _list_all(
         self,
@@ -391,7 +396,7 @@ class ClientCore:
             at = pager.offset + pager.received
             pager.update(info)
             for item in items:
-                parsed = to_model(model, item, what)
+                parsed = to_model(model, item, endpoint.method, endpoint.path)
                 key = getattr(parsed, "id", None)
                 if key is not None and key in seen:
                     # A duplicate means another item was skipped, or the server ignores offset
@@ -405,6 +410,7 @@ class ClientCore:
                     )
                 seen.add(key)
                 out.append(parsed)
+        note_unreadable(out, what)
         return out
 
     @staticmethod

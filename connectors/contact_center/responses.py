@@ -7,7 +7,8 @@ A read's body that is not the expected shape is an `InvalidBodyError` (retriable
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from connectors.contact_center.errors import InvalidBodyError, ResponseShapeError
 from connectors.contact_center.paginators import PageInfo
-from models.resources import WriteModel
+from models.resources import UNREADABLE, ApiModel, WriteModel
 
 logger = logging.getLogger("connectors.contact_center")
 
@@ -128,14 +129,37 @@ def write_result(
     return parse
 
 
-def to_model(model: type[M], raw: Any, what: str) -> M:
+def note_unreadable(records: Sequence[BaseModel], what: str) -> None:
+    """One warning for the records of a response that had fields they could not read (kept as
+    received under `_unreadable`: `models.resources.ApiModel`); names the fields, never a
+    value."""
+    paths = [r.unreadable_fields() if isinstance(r, ApiModel) else [] for r in records]
+    odd = [p for p in paths if p]
+    if odd:
+        fields = sorted({re.sub(r"\[\d+\]", "[]", f) for p in odd for f in p})
+        logger.warning(
+            "%s: %d of %d records had fields of another type than the spec's (%s); read "
+            "without them, their values kept as received under %s",
+            what,
+            len(odd),
+            len(records),
+            ", ".join(fields[:10]),
+            UNREADABLE,
+        )
+
+
+def to_model(model: type[M], raw: Any, method: str, path: str) -> M:
+    """`raw` as `model`; a `ResponseShapeError` naming the request (the step's failure says
+    which endpoint) when it does not fit."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         # Field paths and messages only: pydantic's input values could be long or sensitive.
         where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
         raise ResponseShapeError(
-            f"{what}: response does not match {model.__name__} ({where})"
+            f"response does not match {model.__name__} ({where})",
+            method=method,
+            path=path,
         ) from None
 
 

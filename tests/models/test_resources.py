@@ -211,3 +211,48 @@ def test_sms_and_call_write_models() -> None:
     when = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     cb = ScheduleCallback(phone_number=PHONE, scheduled_at=when).to_body()
     assert cb["scheduled_at"] == "2030-01-02T03:04:05.678Z"
+
+
+# --- a known field of another type than the spec's -------------------------------------------
+
+
+def test_an_optional_field_of_another_type_is_kept_as_received_and_left_unset() -> None:
+    user = User.model_validate(
+        {
+            "id": "u-1",
+            "name": "Ada",
+            "created_at": "yesterday",
+            "teams": "sales",
+            "security_access_group": {"id": 3, "name": 5},
+            "color": "red",
+        }
+    )
+    assert user.created_at is None
+    assert user.teams == []
+    assert user.security_access_group is not None
+    assert user.security_access_group.id == 3
+    assert user.security_access_group.name is None
+    assert user.unreadable_fields() == ["created_at", "teams", "security_access_group.name"]
+    assert user.model_dump(mode="json", by_alias=True, exclude_unset=True) == {
+        "id": "u-1",
+        "name": "Ada",
+        "security_access_group": {"id": 3, "_unreadable": {"name": 5}},
+        "color": "red",
+        "_unreadable": {"created_at": "yesterday", "teams": "sales"},
+    }
+    # A field named by its alias keeps that name; a readable record has nothing to say.
+    cdr = Cdr.model_validate({"id": "c-1", "from": "somewhere", "cost": "a lot"})
+    assert cdr.model_extra == {"_unreadable": {"from": "somewhere", "cost": "a lot"}}
+    assert User.model_validate({"id": "u-2", "teams": [{"id": 1}]}).unreadable_fields() == []
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"id": 42}, {"name": "no id"}, {"id": "u-1", "created_at": "x", "_unreadable": {}}],
+    ids=["id-of-another-type", "id-missing", "server-sends-the-key"],
+)
+def test_a_required_field_that_cannot_be_read_still_fails_the_record(
+    record: dict[str, Any],
+) -> None:
+    with pytest.raises(ValidationError):
+        User.model_validate(record)

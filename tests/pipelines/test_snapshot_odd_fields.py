@@ -1,0 +1,149 @@
+"""A directory record with a known field of another type than the spec's (a date that is no
+date, a list that is a string, a name that is a number) lands with the rest of its snapshot:
+the field null, its value as received under `_unreadable` in the row's `extra`, and a warning
+naming the fields, never the values. Before, one such agent failed the whole `users`
+snapshot (`ResponseShapeError`, not retried), every night until the server changed."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import httpx
+import orjson
+import polars as pl
+import pytest
+
+from connectors.sandbox.config import DEFAULT_API_KEY
+from connectors.sandbox.rewriting import serve_app
+from pipelines.cli_runs import IngestReport, run_ingest
+from pipelines.resources import ContactCenterResource
+from tests.support.clock import SessionClock
+from tests.support.sandboxes import make_sandbox
+from tests.support.served import suite_defs
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+USERS_PATH = "/api/v4/users"
+# The first user of the list, and the second: what the server sends in place of their values.
+ODD: list[dict[str, Any]] = [
+    {"created_at": "yesterday", "teams": "sales"},
+    {"security_access_group": {"id": 1, "name": 5}},
+]
+
+
+class OddUsers:
+    """The sandbox's app, with the first users of its users list given the values of `odd`."""
+
+    def __init__(self, app: App, odd: list[dict[str, Any]]) -> None:
+        self.app = app
+        self.odd = odd
+        self.changed: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != USERS_PATH:
+            await self.app(scope, receive, send)
+            return
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def collect(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            else:
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, collect)
+        body = b"".join(chunks)
+        if start.get("status") == 200 and b"offset=0" in b"&" + scope["query_string"]:
+            page = orjson.loads(body)
+            for user, odd in zip(page["users"], self.odd, strict=False):
+                self.changed.append(user["id"])
+                user.update(odd)
+            body = orjson.dumps(page)
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+
+
+@contextmanager
+def odd_users(clock: SessionClock, odd: list[dict[str, Any]]) -> Iterator[tuple[OddUsers, str]]:
+    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
+    stub = OddUsers(sandbox.app, odd)
+    with serve_app(stub) as base_url:
+        yield stub, base_url
+
+
+def _snapshots(base_url: str, clock: SessionClock, data_dir: Path) -> tuple[IngestReport, str]:
+    api = ContactCenterResource(
+        base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
+    )
+    defs = suite_defs(api, data_dir, clock.days_ago(3))
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(defs, [], instance=instance, data_dir=data_dir, out=out)
+    return report, out.getvalue()
+
+
+def test_a_user_with_fields_of_another_type_lands_with_the_others(
+    clock: SessionClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        odd_users(clock, ODD) as (stub, base_url),
+        caplog.at_level(logging.WARNING, logger="connectors.contact_center"),
+    ):
+        report, out = _snapshots(base_url, clock, tmp_path)
+        listed = httpx.get(
+            f"{base_url}{USERS_PATH}",
+            params={"limit": 100},
+            headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+        ).json()
+    assert report.success, out
+    assert len(stub.changed) == 2
+
+    lake = tmp_path / "lake"
+    users = pl.read_parquet(lake / "users" / "*" / "*.parquet")
+    assert set(users.filter(~pl.col("deleted"))["id"]) == {u["id"] for u in listed["users"]}
+
+    first_user, second_user = (
+        users.filter(pl.col("id") == i).row(0, named=True) for i in stub.changed
+    )
+    assert first_user["created_at"] is None
+    assert orjson.loads(first_user["extra"])["_unreadable"] == ODD[0]
+    teams = pl.read_parquet(lake / "user_teams" / "*" / "*.parquet")
+    assert stub.changed[0] not in set(teams["user_id"])
+    assert second_user["security_access_group_id"] == 1
+    assert second_user["security_access_group_name"] is None
+    assert orjson.loads(second_user["extra"])["security_access_group"] == {
+        "_unreadable": {"name": 5}
+    }
+
+    (warning,) = [r.getMessage() for r in caplog.records if "another type" in r.getMessage()]
+    assert warning.startswith(f"GET {USERS_PATH}: 2 of {len(listed['users'])} records")
+    assert "(created_at, security_access_group.name, teams)" in warning
+    assert "yesterday" not in warning
+    assert "sales" not in warning
+
+
+def test_a_user_whose_id_cannot_be_read_fails_the_snapshot_naming_its_endpoint(
+    clock: SessionClock, tmp_path: Path
+) -> None:
+    # A record without a usable id is no directory object: the snapshot is refused (the last
+    # one stays), and the failure names the users list, not the CDR endpoint it used to name.
+    odd: list[dict[str, Any]] = [{"id": {"value": 42}}]
+    with odd_users(clock, odd) as (_, base_url):
+        report, out = _snapshots(base_url, clock, tmp_path)
+    assert not report.success
+    assert "users_snapshot: ResponseShapeError on GET /api/v4/users\n" in out
+    assert "ResponseShapeError on GET /api/v4/users: response does not match User (id: " in out
+    assert "/reporting/cdrs" not in out
+    assert not list((tmp_path / "lake").glob("users/*/*.parquet"))
