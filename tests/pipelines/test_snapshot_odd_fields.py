@@ -34,6 +34,7 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 USERS_PATH = "/api/v4/users"
+DELETED_PATH = "/api/v4/users/deleted"
 # The first user of the list, and the second: what the server sends in place of their values.
 ODD: list[dict[str, Any]] = [
     {"created_at": "yesterday", "teams": "sales"},
@@ -48,9 +49,10 @@ class OddUsers:
         self.app = app
         self.odd = odd
         self.changed: list[str] = []
+        self.empty = False  # then both user lists answer 200 with no user
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != USERS_PATH:
+        if scope["type"] != "http" or scope["path"] not in (USERS_PATH, DELETED_PATH):
             await self.app(scope, receive, send)
             return
         start: Message = {}
@@ -64,7 +66,11 @@ class OddUsers:
 
         await self.app(scope, receive, collect)
         body = b"".join(chunks)
-        if start.get("status") == 200 and b"offset=0" in b"&" + scope["query_string"]:
+        if self.empty and start.get("status") == 200:
+            body = orjson.dumps({"users": [], "metadata": {"total": 0}})
+        elif scope["path"] != USERS_PATH:
+            pass
+        elif start.get("status") == 200 and b"offset=0" in b"&" + scope["query_string"]:
             page = orjson.loads(body)
             for user, odd in zip(page["users"], self.odd, strict=False):
                 self.changed.append(user["id"])
@@ -147,3 +153,28 @@ def test_a_user_whose_id_cannot_be_read_fails_the_snapshot_naming_its_endpoint(
     assert "ResponseShapeError on GET /api/v4/users: response does not match User (id: " in out
     assert "/reporting/cdrs" not in out
     assert not list((tmp_path / "lake").glob("users/*/*.parquet"))
+
+
+def test_an_empty_directory_does_not_replace_the_last_snapshot(
+    clock: SessionClock, tmp_path: Path
+) -> None:
+    # A server that answers 200 with no user, active or deleted (its directory not loaded
+    # yet): landed, it replaced today's snapshot and emptied the users view until the next
+    # night, every CDR's agent unknown.
+    with odd_users(clock, []) as (stub, base_url):
+        first, _ = _snapshots(base_url, clock, tmp_path)
+        assert first.success
+        (landed,) = (tmp_path / "lake").glob("users/*/*.parquet")
+        before = landed.read_bytes()
+        users = pl.read_parquet(landed).height
+        stub.empty = True
+        second, out = _snapshots(base_url, clock, tmp_path)
+    assert not second.success
+    day = landed.parent.name.removeprefix("snapshot_date=")  # (UTC today, as the run saw it)
+    assert (
+        f"the API listed no user, active or deleted, where the snapshot of {day} has {users}; "
+        "that snapshot is not replaced"
+    ) in out
+    assert [p.read_bytes() for p in (tmp_path / "lake").glob("users/*/*.parquet")] == [before]
+    # The other families landed as usual.
+    assert "numbers=" in out

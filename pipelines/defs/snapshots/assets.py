@@ -22,6 +22,7 @@ from pipelines.snapshot_sources import (
     fetch_snapshot,
 )
 from pipelines.steps import api_failure, landed, nightly_freshness
+from warehouse.lake import Lake
 
 
 def _snapshot_asset(
@@ -60,6 +61,8 @@ def _snapshot_asset(
         frames = build_snapshot_frames(source.name, fetched, taken_at)
         seconds = time.perf_counter() - begun
         key = f"snapshot_date={taken_at.date().isoformat()}"
+        if source.name == "users" and not frames["users"].height:
+            _refuse_an_empty_directory(lake)
         for table in source.tables:
             lake.write(table, key, frames[table], source=source_id)
         warehouse.views_after_landing(context.log)
@@ -77,6 +80,25 @@ def _snapshot_asset(
             )
 
     return snapshot
+
+
+def _refuse_an_empty_directory(lake: Lake) -> None:
+    """No user at all, active or deleted, where the last snapshot has some: a server answering
+    before its directory is loaded, not a contact center that lost every agent (a deleted one
+    stays listed). Landed, it would replace today's snapshot and empty the `users` view (every
+    CDR's agent unknown) until the next night; the step fails instead, and is retried."""
+    keys = lake.partitions("users")
+    if not keys:
+        return  # a new account: no snapshot to compare with
+    before = sum(batch.height for batch in lake.iter_batches("users", keys[-1], columns=["id"]))
+    if before:
+        raise dg.Failure(
+            description=f"the API listed no user, active or deleted, where the snapshot of "
+            f"{keys[-1].removeprefix('snapshot_date=')} has {before}; that snapshot is not "
+            "replaced (a server answering before its directory is loaded: the step is retried)",
+            metadata={"error_class": "EmptyDirectory", "last_snapshot_users": before},
+            allow_retries=True,
+        )
 
 
 def build_snapshot_assets(
