@@ -104,9 +104,10 @@ EXTRA = _c(
     "extra",
     S,
     "JSON object of fields the spec does not know and, under `_unreadable`, of known fields "
-    "whose value had another type than the spec's, as received (their column is null); in "
-    "`users`, the fields of `security_access_group` and `webrtc_ringtone` that their columns "
-    "do not hold, under those names; null when none.",
+    "whose value had another type than the spec's, as received (their column is null); of an "
+    "object held as columns (a user's `security_access_group` and `webrtc_ringtone`, a "
+    "number's `pricing` and `flow`), the fields no column holds, under its name; null when "
+    "none.",
     free_text=True,
 )
 

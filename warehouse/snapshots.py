@@ -85,9 +85,9 @@ def _extra(
     rest = {k: v for k, v in record.items() if k not in set(known)}
     for key, columns in (flattened or {}).items():
         obj = record.get(key)
-        if isinstance(obj, Mapping) and (
-            left := {k: v for k, v in obj.items() if k not in columns}
-        ):
+        if key in rest or not isinstance(obj, Mapping):
+            continue  # (kept whole already, or no object)
+        if left := {k: v for k, v in obj.items() if k not in columns}:
             rest[key] = left
     return orjson.dumps(rest).decode() if rest else None
 
@@ -271,6 +271,7 @@ _NUMBER_KNOWN = (
     "created_at",
 )
 _PRICES = ("activation_fee", "monthly_fee", "partial_month_fee", "price_per_min")
+_NUMBER_FLATTENED = {"pricing": _PRICES, "flow": ("id", "name")}
 
 
 def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
@@ -289,7 +290,8 @@ def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
         row["caller_id_group_ids"] = [_get(g, "id") for g in n.get("caller_id_groups") or []]
         row["flow_id"], row["flow_name"] = _get(flow, "id"), _get(flow, "name")
         lost = any(exact[p] is None and prices[p] is not None for p in _PRICES)
-        row["extra"] = _extra(n, [k for k in _NUMBER_KNOWN if not (lost and k == "pricing")])
+        known = [k for k in _NUMBER_KNOWN if not (lost and k == "pricing")]
+        row["extra"] = _extra(n, known, _NUMBER_FLATTENED)
         rows.append(row)
     return _frame(NUMBERS, rows, snapshot_at)
 

@@ -69,3 +69,32 @@ def test_a_typed_price_is_never_another_value_than_the_apis(value: Decimal) -> N
     row = snapshots.numbers_frame([{"id": 1, "pricing": {"monthly_fee": text}}], AT).row(0)
     typed = row[NUMBERS.column_names.index("monthly_fee")]
     assert typed is None or typed == value
+
+
+def test_the_fields_of_an_object_held_as_columns_that_no_column_holds_go_to_extra() -> None:
+    # A number's `flow` and `pricing` are columns (flow_id, flow_name, the four prices): a field
+    # the spec does not show inside them was dropped, where one at the top level was kept.
+    number = {
+        "id": 3,
+        "flow": {"id": "f-1", "name": "Main", "version": 4},
+        "pricing": {"monthly_fee": "1.5", "currency": "EUR"},
+        "color": "red",
+    }
+    row = snapshots.numbers_frame([number], AT).row(0, named=True)
+    assert (row["flow_id"], row["flow_name"], row["monthly_fee"]) == ("f-1", "Main", Decimal("1.5"))
+    assert json.loads(row["extra"]) == {
+        "color": "red",
+        "pricing": {"currency": "EUR"},
+        "flow": {"version": 4},
+    }
+    # Only the known sub-fields: nothing more to keep.
+    plain = {"id": 4, "flow": {"id": "f-2", "name": "B"}, "pricing": {"monthly_fee": "2"}}
+    assert snapshots.numbers_frame([plain], AT).row(0, named=True)["extra"] is None
+    user = {
+        "id": "u-1",
+        "security_access_group": {"id": 2, "name": "Agents", "scope": "all"},
+        "webrtc_ringtone": {"type": "default", "name": "Bell"},
+    }
+    users = snapshots.users_frames([user], [], AT)["users"].row(0, named=True)
+    assert users["security_access_group_name"] == "Agents"
+    assert json.loads(users["extra"]) == {"security_access_group": {"scope": "all"}}
