@@ -6,8 +6,10 @@ snapshot (`ResponseShapeError`, not retried), every night until the server chang
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
+import shutil
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ from connectors.sandbox.rewriting import serve_app
 from pipelines.cli_runs import IngestReport, run_ingest
 from pipelines.resources import ContactCenterResource
 from tests.support.clock import SessionClock
+from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.sandboxes import make_sandbox
 from tests.support.served import suite_defs
 
@@ -89,13 +92,23 @@ def odd_users(clock: SessionClock, odd: list[dict[str, Any]]) -> Iterator[tuple[
         yield stub, base_url
 
 
-def _snapshots(base_url: str, clock: SessionClock, data_dir: Path) -> tuple[IngestReport, str]:
+def _snapshots(
+    base_url: str,
+    clock: SessionClock,
+    data_dir: Path,
+    instance: dg.DagsterInstance | None = None,
+) -> tuple[IngestReport, str]:
     api = ContactCenterResource(
-        base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
+        base_url=base_url,
+        api_key=DEFAULT_API_KEY if instance is None else dg.EnvVar("CC_API_KEY"),
+        phone_numbers="raw",
+        max_attempts=1,
     )
     defs = suite_defs(api, data_dir, clock.days_ago(3))
     out = io.StringIO()
-    with dg.DagsterInstance.ephemeral() as instance:
+    with contextlib.ExitStack() as stack:
+        if instance is None:
+            instance = stack.enter_context(dg.DagsterInstance.ephemeral())
         report = run_ingest(defs, [], instance=instance, data_dir=data_dir, out=out)
     return report, out.getvalue()
 
@@ -134,6 +147,7 @@ def test_a_user_with_fields_of_another_type_lands_with_the_others(
     }
 
     (warning,) = [r.getMessage() for r in caplog.records if "another type" in r.getMessage()]
+    # (in the run's log, where the UI shows it: test_the_connectors_warnings_are_in_the_runs_log)
     assert warning.startswith(f"GET {USERS_PATH}: 2 of {len(listed['users'])} records")
     assert "(created_at, security_access_group.name, teams)" in warning
     assert "yesterday" not in warning
@@ -178,3 +192,28 @@ def test_an_empty_directory_does_not_replace_the_last_snapshot(
     assert [p.read_bytes() for p in (tmp_path / "lake").glob("users/*/*.parquet")] == [before]
     # The other families landed as usual.
     assert "numbers=" in out
+
+
+def test_the_connectors_warnings_are_in_the_runs_log(
+    clock: SessionClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under the instance of dagster.yaml (`make dev`, production): the warning was only on the
+    # run worker's stderr, and the UI showed a snapshot with nulls and no word why.
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(LOCAL_INSTANCE_YAML, home / "dagster.yaml")
+    monkeypatch.setenv("CC_API_KEY", DEFAULT_API_KEY)
+    with (
+        odd_users(clock, ODD) as (_, base_url),
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        report, out = _snapshots(base_url, clock, tmp_path / "data", instance)
+        assert report.success, out
+        (run,) = instance.get_runs()
+        logged = [
+            (e.level, e.step_key, e.user_message)
+            for e in instance.all_logs(run.run_id)
+            if "another type than the spec's" in e.user_message
+        ]
+    assert [(level, step) for level, step, _ in logged] == [(logging.WARNING, "users_snapshot")]
+    assert logged[0][2].startswith(f"GET {USERS_PATH}: 2 of ")
