@@ -72,6 +72,29 @@ def with_summary(record: bytes, text: bytes) -> bytes:
     return record[: found.start()] + b'"summary":"' + text + b'"' + record[found.end() :]
 
 
+async def answer_of(app: App, scope: Scope, receive: Receive) -> tuple[Message, bytes]:
+    """`app`'s answer to one request, whole: its start message and its body."""
+    start: Message = {}
+    chunks: list[bytes] = []
+
+    async def collect(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        else:
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, collect)
+    return start, b"".join(chunks)
+
+
+async def send_answer(send: Send, start: Message, body: bytes) -> None:
+    """An answer `answer_of` read (its body rewritten, maybe), its Content-Length made right."""
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class RewritingApp:
     """The sandbox's app, with each CDR page's records passed through `rewrite`."""
 
@@ -92,21 +115,10 @@ class RewritingApp:
         self.pages[scope["query_string"].decode()] += 1
         if self.query is not None:
             scope = {**scope, "query_string": self.query(scope["query_string"])}
-        start: Message = {}
-        chunks: list[bytes] = []
-
-        async def collect(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                start.update(message)
-            else:
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, collect)
-        body = self._page(b"".join(chunks)) if start.get("status") == 200 else b"".join(chunks)
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        start, body = await answer_of(self.app, scope, receive)
+        if start.get("status") == 200:
+            body = self._page(body)
+        await send_answer(send, start, body)
 
     def _page(self, body: bytes) -> bytes:
         page = msgspec.json.decode(body, type=_Page)

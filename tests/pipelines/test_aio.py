@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import dagster as dg
@@ -43,21 +43,26 @@ def _fetch(sent: list[float], unwound: list[str]) -> Coroutine[Any, Any, str]:
     return main()
 
 
-def test_an_interrupt_inside_a_loop_callback_ends_the_step_at_once() -> None:
-    assert threading.current_thread() is threading.main_thread()
-    sent: list[float] = []
-    unwound: list[str] = []
-    outcome: list[object] = []
+def _in_a_step(body: Callable[[], object]) -> dg.ExecuteInProcessResult:
+    """`body` run as a Dagster step (in this process: its signal handlers are Dagster's)."""
 
     @dg.op
     def fetch_step() -> None:
-        outcome.append(run_interruptible(_fetch(sent, unwound)))
+        body()
 
     @dg.job
     def fetch_job() -> None:
         fetch_step()
 
-    result = fetch_job.execute_in_process(raise_on_error=False)
+    return fetch_job.execute_in_process(raise_on_error=False)
+
+
+def test_an_interrupt_inside_a_loop_callback_ends_the_step_at_once() -> None:
+    assert threading.current_thread() is threading.main_thread()
+    sent: list[float] = []
+    unwound: list[str] = []
+    outcome: list[object] = []
+    result = _in_a_step(lambda: outcome.append(run_interruptible(_fetch(sent, unwound))))
 
     # Dagster's handler raised its interrupt in the callback; the fetch stopped there.
     assert not result.success
@@ -109,15 +114,7 @@ def test_an_interrupt_inside_a_task_nobody_awaits_yet_ends_the_step_at_once() ->
         await landing
         return "finished"
 
-    @dg.op
-    def fetch_step() -> None:
-        outcome.append(run_interruptible(main()))
-
-    @dg.job
-    def fetch_job() -> None:
-        fetch_step()
-
-    result = fetch_job.execute_in_process(raise_on_error=False)
+    result = _in_a_step(lambda: outcome.append(run_interruptible(main())))
     assert not result.success
     assert outcome == []
     assert sent[-1] - sent[0] < 1.0, f"asked on for {sent[-1] - sent[0]:.1f} s"

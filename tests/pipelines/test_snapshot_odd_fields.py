@@ -10,7 +10,7 @@ import contextlib
 import io
 import logging
 import shutil
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,19 +22,21 @@ import polars as pl
 import pytest
 
 from connectors.sandbox.config import DEFAULT_API_KEY
-from connectors.sandbox.rewriting import serve_app
+from connectors.sandbox.rewriting import (
+    App,
+    Receive,
+    Scope,
+    Send,
+    answer_of,
+    send_answer,
+    serve_app,
+)
 from pipelines.cli_runs import IngestReport, run_ingest
 from pipelines.resources import ContactCenterResource
 from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.sandboxes import make_sandbox
 from tests.support.served import suite_defs
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 USERS_PATH = "/api/v4/users"
 DELETED_PATH = "/api/v4/users/deleted"
@@ -58,30 +60,19 @@ class OddUsers:
         if scope["type"] != "http" or scope["path"] not in (USERS_PATH, DELETED_PATH):
             await self.app(scope, receive, send)
             return
-        start: Message = {}
-        chunks: list[bytes] = []
-
-        async def collect(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                start.update(message)
-            else:
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, collect)
-        body = b"".join(chunks)
-        if self.empty and start.get("status") == 200:
-            body = orjson.dumps({"users": [], "metadata": {"total": 0}})
-        elif scope["path"] != USERS_PATH:
+        start, body = await answer_of(self.app, scope, receive)
+        first_page = scope["path"] == USERS_PATH and b"offset=0" in b"&" + scope["query_string"]
+        if start.get("status") != 200:
             pass
-        elif start.get("status") == 200 and b"offset=0" in b"&" + scope["query_string"]:
+        elif self.empty:
+            body = orjson.dumps({"users": [], "metadata": {"total": 0}})
+        elif first_page:
             page = orjson.loads(body)
             for user, odd in zip(page["users"], self.odd, strict=False):
                 self.changed.append(user["id"])
                 user.update(odd)
             body = orjson.dumps(page)
-        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-        await send({**start, "headers": [*headers, (b"content-length", b"%d" % len(body))]})
-        await send({"type": "http.response.body", "body": body})
+        await send_answer(send, start, body)
 
 
 @contextmanager
