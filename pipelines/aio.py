@@ -61,7 +61,8 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
 
     try:
         result = asyncio.run(guarded())
-    except asyncio.CancelledError:
+    except BaseException:
+        # Cancelled, or whatever `main`'s unwinding raised instead: the interrupt is why.
         if interrupted:
             raise interrupted[0] from None
         raise

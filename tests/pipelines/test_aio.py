@@ -118,3 +118,19 @@ def test_an_interrupt_inside_a_task_nobody_awaits_yet_ends_the_step_at_once() ->
     assert not result.success
     assert outcome == []
     assert sent[-1] - sent[0] < 1.0, f"asked on for {sent[-1] - sent[0]:.1f} s"
+
+
+def test_an_error_raised_while_the_fetch_unwinds_does_not_hide_the_interrupt() -> None:
+    # A cleanup that fails once cancelled (a pool's shutdown, a writer's close): the step must
+    # still end as interrupted, not retried as if the server had failed.
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGINT)
+        try:
+            await asyncio.sleep(FETCH_S)
+        except asyncio.CancelledError:
+            raise RuntimeError("the writer could not close") from None
+
+    result = _in_a_step(lambda: run_interruptible(main()))
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_failure_data.error is not None
+    assert failure.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
