@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,6 +40,7 @@ from pipelines.aio import run_interruptible
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
+from pipelines.progress import report_progress
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
@@ -93,8 +93,6 @@ DECODE_THREADS = 2
 RAW_COLUMNS = landed(RAW_SPEC).column_names
 T = TypeVar("T")
 R = TypeVar("R")
-# Starts a day's progress line in the run's log; `cdrhouse ingest` prints the lines so marked.
-PROGRESS_MARK = "progress: "
 
 
 class NoRawPartition(Exception):
@@ -384,7 +382,11 @@ async def pull_day(
                 budget.release(size)
 
         every_s = contact_center.progress_every_s
-        progress = asyncio.create_task(_report_progress(log, every_s, stats)) if every_s else None
+        progress = (
+            asyncio.create_task(report_progress(log, every_s, _day_progress(stats)))
+            if every_s
+            else None
+        )
         try:
             async with contact_center.client(log) as client:
                 budget = ByteBudget(client.settings.page_bytes_in_flight)
@@ -414,25 +416,20 @@ async def pull_day(
             await asyncio.gather(*ended, return_exceptions=True)
 
 
-async def _report_progress(
-    log: logging.Logger | dg.DagsterLogManager, every_s: float, stats: DayStats
-) -> None:
-    """A day's progress in the run's log every `every_s` seconds, until cancelled: a long day
-    (a million CDRs behind a rate limit, a server that makes the client retry) otherwise said
-    nothing from its start to its end."""
-    begun = time.monotonic()
-    while True:
-        await asyncio.sleep(every_s)
-        elapsed = time.monotonic() - begun
+def _day_progress(stats: DayStats) -> Callable[[float], str]:
+    """The day's progress line, given the seconds since its fetch began."""
+
+    def line(elapsed: float) -> str:
         if not stats.pages:
-            log.info(f"{PROGRESS_MARK}no page yet after {elapsed:,.0f} s")
-            continue
+            return f"no page yet after {elapsed:,.0f} s"
         rate = stats.received / elapsed
         # `api_total` sums the totals of the sub-windows heard from so far: a floor.
-        log.info(
-            f"{PROGRESS_MARK}{stats.received:,} CDRs received of {stats.api_total:,} announced "
-            f"so far, {stats.pages:,} pages ({stats.bytes / 2**20:,.1f} MiB), {rate:,.0f} CDRs/s"
+        return (
+            f"{stats.received:,} CDRs received of {stats.api_total:,} announced so far, "
+            f"{stats.pages:,} pages ({stats.bytes / 2**20:,.1f} MiB), {rate:,.0f} CDRs/s"
         )
+
+    return line
 
 
 def _take_and(fn: Callable[[T], R], box: list[T]) -> R:

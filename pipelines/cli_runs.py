@@ -118,7 +118,7 @@ def _run_notices(label: str, out: TextIO) -> Callable[[Any], None]:
     otherwise look hung."""
     import dagster as dg
 
-    from pipelines.cdr_day import PROGRESS_MARK
+    from pipelines.progress import PROGRESS_MARK
 
     def notice(entry: Any) -> None:
         event = entry.dagster_event

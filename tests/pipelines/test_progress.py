@@ -12,8 +12,8 @@ from pathlib import Path
 import dagster as dg
 
 from connectors.sandbox import FaultConfig
-from pipelines.cdr_day import PROGRESS_MARK
 from pipelines.cli_runs import run_ingest
+from pipelines.progress import PROGRESS_MARK
 from tests.support.clock import SessionClock
 from tests.support.served import ServedSandbox
 
@@ -86,3 +86,33 @@ def test_no_progress_line_when_it_is_turned_off(
     assert report.success
     assert "CDRs received" not in out.getvalue()
     assert "no page yet" not in out.getvalue()
+
+
+SNAPSHOT_PROGRESS = re.compile(
+    r"^     snapshots: (?P<family>[a-z_]+): requests sent (?P<sent>[\d,]+) "
+    r"\((?P<retried>[\d,]+) retried\) in [\d,]+ s$"
+)
+
+
+def test_a_snapshots_progress_is_printed_while_it_is_read(
+    clean_faults: ServedSandbox, tmp_path: Path
+) -> None:
+    # The queues' and teams' members are two requests per group: thousands of them behind a
+    # rate limit said nothing until the run's line.
+    served = clean_faults
+    served.sandbox.faults = FaultConfig(latency_ms=60.0)
+    defs = served.defs(tmp_path, progress_every_s=0.03)
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(defs, [], instance=instance, data_dir=tmp_path, out=out)
+    assert report.success, out.getvalue()
+    lines = out.getvalue().splitlines()
+    progress = [(n, m) for n, text in enumerate(lines) if (m := SNAPSHOT_PROGRESS.match(text))]
+    (ended,) = [n for n, text in enumerate(lines) if text.startswith("ok ")]
+    assert progress, lines
+    assert all(n < ended for n, _ in progress)
+    families = [m["family"] for _, m in progress]
+    assert "queues" in families  # one request for the list, then two per queue
+    sent = [int(m["sent"].replace(",", "")) for _, m in progress if m["family"] == "queues"]
+    assert sent == sorted(sent)
+    assert sent[-1] > 1
