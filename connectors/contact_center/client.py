@@ -30,6 +30,7 @@ from connectors.contact_center.responses import (
     ListPage,
     WriteResult,
     json_object,
+    note_unreadable,
     request_body,
     to_model,
 )
@@ -193,11 +194,9 @@ class ContactCenterClient(DirectoryEndpoints):
             return items, meta.get("total"), meta.get("next_cursor")
 
         items, total, next_cursor = await self._send(endpoint, parse, params=params)
-        return (
-            [to_model(Cdr, item, endpoint.method, endpoint.path) for item in items],
-            total,
-            next_cursor,
-        )
+        cdrs = [to_model(Cdr, item, endpoint.method, endpoint.path) for item in items]
+        note_unreadable(cdrs, f"{endpoint.method} {endpoint.path}")
+        return cdrs, total, next_cursor
 
     async def get_cdr(self, cdr_id: str) -> Cdr:
         """GET /reporting/cdrs/{cdr_id}; the body is {cdr} (the spec's singular convention)."""

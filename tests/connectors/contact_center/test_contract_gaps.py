@@ -209,3 +209,30 @@ def test_hangup_refuses_what_is_neither_before_sending(user_id: Any) -> None:
     with pytest.raises(ValidationError):
         run_with(recording, body)
     assert recording.requests == []
+
+
+# --- a known field of another type than the spec's, read through the typed list -------------
+
+
+def test_a_typed_cdr_page_reads_an_odd_field_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    page = {
+        "cdrs": [
+            {"id": "c-1", "type": "call", "cost": "0.05"},
+            {"id": "c-2", "type": "call", "cost": "a lot", "started_at": "yesterday"},
+        ],
+        "metadata": {"total": 2},
+    }
+    recording = Recording(httpx.MockTransport(lambda r: httpx.Response(200, json=page)))
+
+    async def body(c: ContactCenterClient) -> Any:
+        return await c.list_cdrs(*day(), limit=10)
+
+    with caplog.at_level("WARNING", logger="connectors.contact_center"):
+        cdrs, total, _ = run_with(recording, body)
+    assert total == 2
+    assert [c.unreadable_fields() for c in cdrs] == [[], ["cost", "started_at"]]
+    assert cdrs[1].model_extra == {"_unreadable": {"cost": "a lot", "started_at": "yesterday"}}
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("GET /api/v4/reporting/cdrs: 1 of 2 records had fields")
+    assert "(cost, started_at)" in warning
+    assert "a lot" not in warning
