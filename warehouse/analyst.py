@@ -198,6 +198,9 @@ def connect_analyst(data_dir: Path, lake_uri: str | None = None) -> duckdb.DuckD
             f"temp_directory = {lit(str(spill))}",
             "enable_external_access = false",
             "TimeZone = 'UTC'",
+            # DuckDB draws its progress bar on standard output (a file too) once a query runs
+            # 2 s: `sql --format csv > out.csv` began with it.
+            "enable_progress_bar = false",
             "lock_configuration = true",
         ):
             con.execute(f"SET {setting}")

@@ -275,6 +275,8 @@ def _aggregates(sources: Lake, key: str, only: Collection[str] | None) -> dict[s
     # intervals took +78 MB on 2 threads, +50 MB on one, for ~0.4 s more wall.
     con = duckdb.connect(config={"threads": 1})
     try:
+        # (DuckDB's progress bar would go to the step's standard output: `cdrhouse ingest`'s.)
+        con.execute("SET enable_progress_bar = false")
         create_views(con, sources, day=key.partition("=")[2], use_aggregates=False)
         return {
             agg: con.sql(
@@ -460,6 +462,10 @@ def connect(data_dir: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnect
     if not path.exists():
         raise FileNotFoundError(f"no warehouse at {path}; run `cdrhouse ingest` first")
     con = duckdb.connect(str(path), read_only=read_only)
+    # Its progress bar goes to standard output (a file too) once a query runs 2 s. A setting
+    # of this connection, not a `config=`: another connection of this process to the same
+    # file, opened without it, would refuse to share the database.
+    con.execute("SET enable_progress_bar = false")
     uri = warehouse_lake_uri(con)
     if uri is not None and not is_local_uri(uri):
         register_lake(con, Lake(uri))

@@ -235,3 +235,20 @@ def test_a_full_temp_dir_fails_the_printed_export_whole_and_leaves_nothing(
         assert done.stderr.startswith("cdrhouse sql: error:"), done.stderr
         assert done.stderr.count("\n") == 1, done.stderr
         assert sorted(p.name for p in fs.iterdir()) == [FILLER]
+
+
+def test_no_connection_of_ours_draws_duckdb_s_progress_bar(small: SmallWarehouse) -> None:
+    # DuckDB draws it on standard output, a file too ("\r 4% ▕███ ... (~40 seconds
+    # remaining)"), once a query has run 2 s: `sql --format csv > out.csv` began with it on a
+    # loaded machine (test_a_big_export_holds_a_batch_not_the_result[csv] failed in CI).
+    from warehouse.analyst import connect_analyst
+    from warehouse.duck import connect
+
+    setting = "SELECT current_setting('enable_progress_bar')"
+    analyst = connect_analyst(small.data_dir)
+    try:
+        assert analyst.execute(setting).fetchone() == (False,)
+    finally:
+        analyst.close()
+    with connect(small.data_dir) as con:
+        assert con.execute(setting).fetchone() == (False,)
