@@ -40,7 +40,7 @@ from pipelines.aio import run_interruptible
 from pipelines.checks import RAW_CDRS, DayChecks
 from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
-from pipelines.progress import report_progress
+from pipelines.progress import progress_lines
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
@@ -381,39 +381,33 @@ async def pull_day(
                 # decoded and written, no other big page is received.
                 budget.release(size)
 
-        every_s = contact_center.progress_every_s
-        progress = (
-            asyncio.create_task(report_progress(log, every_s, _day_progress(stats)))
-            if every_s
-            else None
-        )
-        try:
-            async with contact_center.client(log) as client:
-                budget = ByteBudget(client.settings.page_bytes_in_flight)
-                async for page in client.fetch_cdr_pages(start, end, budget=budget):
-                    previous = landing[-1] if landing else None
-                    landing.append(asyncio.create_task(land([page.body], previous, budget)))
-                    stats.pages += 1
-                    stats.received += page.count
-                    stats.bytes += len(page.body)
-                    window = (page.window_start.isoformat(), page.window_end.isoformat())
-                    # metadata.total is per sub-window: count it once per window, not per page.
-                    if window not in stats.windows:
-                        stats.windows.add(window)
-                        stats.api_total += page.total
-                    del page  # its body is the landing task's alone
-                    if len(landing) >= WRITE_AHEAD_PAGES:
-                        stats.rows += await landing.popleft()
-            while landing:
-                stats.rows += await landing.popleft()
-        finally:
-            # On failure: pending pages are dropped (a task waiting on a failed one fails too)
-            # and the pools' shutdown waits for the running decode and write, so `write` is
-            # never called after we return.
-            ended = [*landing, *([progress] if progress is not None else [])]
-            for task in ended:
-                task.cancel()
-            await asyncio.gather(*ended, return_exceptions=True)
+        async with progress_lines(log, contact_center.progress_every_s, _day_progress(stats)):
+            try:
+                async with contact_center.client(log) as client:
+                    budget = ByteBudget(client.settings.page_bytes_in_flight)
+                    async for page in client.fetch_cdr_pages(start, end, budget=budget):
+                        previous = landing[-1] if landing else None
+                        landing.append(asyncio.create_task(land([page.body], previous, budget)))
+                        stats.pages += 1
+                        stats.received += page.count
+                        stats.bytes += len(page.body)
+                        window = (page.window_start.isoformat(), page.window_end.isoformat())
+                        # metadata.total is per sub-window: count it once per window, not per page.
+                        if window not in stats.windows:
+                            stats.windows.add(window)
+                            stats.api_total += page.total
+                        del page  # its body is the landing task's alone
+                        if len(landing) >= WRITE_AHEAD_PAGES:
+                            stats.rows += await landing.popleft()
+                while landing:
+                    stats.rows += await landing.popleft()
+            finally:
+                # On failure: pending pages are dropped (a task waiting on a failed one fails too)
+                # and the pools' shutdown waits for the running decode and write, so `write` is
+                # never called after we return.
+                for task in landing:
+                    task.cancel()
+                await asyncio.gather(*landing, return_exceptions=True)
 
 
 def _day_progress(stats: DayStats) -> Callable[[float], str]:

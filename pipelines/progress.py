@@ -14,7 +14,7 @@ import dagster as dg
 PROGRESS_MARK = "progress: "
 
 
-async def report_progress(
+async def _report(
     log: logging.Logger | dg.DagsterLogManager, every_s: float, line: Callable[[float], str]
 ) -> None:
     """`line(seconds since the start)` in the run's log every `every_s` seconds, until
@@ -29,8 +29,8 @@ async def report_progress(
 async def progress_lines(
     log: logging.Logger | dg.DagsterLogManager, every_s: float, line: Callable[[float], str]
 ) -> AsyncIterator[None]:
-    """`report_progress` while inside (nothing when `every_s` is 0)."""
-    task = asyncio.create_task(report_progress(log, every_s, line)) if every_s else None
+    """`line` in the run's log every `every_s` seconds while inside (none if `every_s` is 0)."""
+    task = asyncio.create_task(_report(log, every_s, line)) if every_s else None
     try:
         yield
     finally:

@@ -30,9 +30,8 @@ from connectors.contact_center.responses import (
     ListPage,
     WriteResult,
     json_object,
-    note_unreadable,
     request_body,
-    to_model,
+    to_models,
 )
 from models.resources import (
     CallRef,
@@ -194,9 +193,7 @@ class ContactCenterClient(DirectoryEndpoints):
             return items, meta.get("total"), meta.get("next_cursor")
 
         items, total, next_cursor = await self._send(endpoint, parse, params=params)
-        cdrs = [to_model(Cdr, item, endpoint.method, endpoint.path) for item in items]
-        note_unreadable(cdrs, f"{endpoint.method} {endpoint.path}")
-        return cdrs, total, next_cursor
+        return to_models(Cdr, items, endpoint.method, endpoint.path), total, next_cursor
 
     async def get_cdr(self, cdr_id: str) -> Cdr:
         """GET /reporting/cdrs/{cdr_id}; the body is {cdr} (the spec's singular convention)."""

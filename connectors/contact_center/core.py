@@ -45,6 +45,7 @@ from connectors.contact_center.responses import (
     list_body,
     note_unreadable,
     to_model,
+    to_models,
     write_result,
 )
 from connectors.contact_center.retry import RequestRetries, RetryPolicy, SharedBudget
@@ -326,9 +327,7 @@ class ClientCore:
     async def _get_one(self, name: str, key: str, model: type[M], **ids: object) -> M:
         endpoint = ENDPOINTS[name]
         raw = await self._send(endpoint, keyed(key), ids=ids)
-        parsed = to_model(model, raw, endpoint.method, endpoint.path)
-        note_unreadable([parsed], f"{endpoint.method} {endpoint.path}")
-        return parsed
+        return to_models(model, [raw], endpoint.method, endpoint.path)[0]
 
     async def _write(
         self, name: str, key: str, model: type[M], body: dict[str, Any] | None, **ids: object
@@ -365,10 +364,7 @@ class ClientCore:
         items, info = await self._send(
             endpoint, list_body(endpoint.list_key), ids=ids, params=self._params(pager, filters)
         )
-        what = f"{endpoint.method} {endpoint.path}"
-        parsed = [to_model(model, item, endpoint.method, endpoint.path) for item in items]
-        note_unreadable(parsed, what)
-        return ListPage(parsed, info.total)
+        return ListPage(to_models(model, items, endpoint.method, endpoint.path), info.total)
 
     async def _list_all(
         self,

@@ -148,6 +148,14 @@ def note_unreadable(records: Sequence[BaseModel], what: str) -> None:
         )
 
 
+def to_models(model: type[M], raws: Sequence[Any], method: str, path: str) -> list[M]:
+    """Each of `raws` as `model` (`to_model`), and one warning for those read without a field
+    (`note_unreadable`)."""
+    parsed = [to_model(model, raw, method, path) for raw in raws]
+    note_unreadable(parsed, f"{method} {path}")
+    return parsed
+
+
 def to_model(model: type[M], raw: Any, method: str, path: str) -> M:
     """`raw` as `model`; a `ResponseShapeError` naming the request (the step's failure says
     which endpoint) when it does not fit."""
