@@ -75,6 +75,12 @@ def test_the_api_key_is_in_no_store_after_ingests_on_postgresql_and_s3(
     assert runs == 3
     home, data = Path(env["DAGSTER_HOME"]), Path(env["CDRHOUSE_DATA_DIR"])
     assert not list(home.rglob("*.db")), "the runs are in PostgreSQL, not in SQLite"
+    # The connector's retry warnings of the echoed 500s are in the run's log (the instance's
+    # managed loggers), so the search below reads them too.
+    [(retries,)] = postgres.query(
+        database, "select count(*) from event_logs where event like '%error=ServerError%'"
+    )
+    assert retries > 0
 
     search = search_pod(SECRET_KEY, postgres, database, s3, new_bucket, env)
     search.text("stdout and stderr", ingest.output)

@@ -10,10 +10,13 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+import pytest
+from pydantic import ValidationError
 
 from connectors.sandbox import FaultConfig
 from pipelines.cli_runs import run_ingest
 from pipelines.progress import PROGRESS_MARK
+from pipelines.resources import ContactCenterResource
 from tests.support.clock import SessionClock
 from tests.support.served import ServedSandbox
 
@@ -116,3 +119,11 @@ def test_a_snapshots_progress_is_printed_while_it_is_read(
     sent = [int(m["sent"].replace(",", "")) for _, m in progress if m["family"] == "queues"]
     assert sent == sorted(sent)
     assert sent[-1] > 1
+
+
+@pytest.mark.parametrize("every_s", [-1.0, float("nan")], ids=["negative", "nan"])
+def test_a_progress_interval_that_cannot_be_is_refused(every_s: float) -> None:
+    # A typo (-15) or an unset variable read as NaN must not start a task that logs without
+    # a pause, or never.
+    with pytest.raises(ValidationError, match="progress_every_s"):
+        ContactCenterResource(base_url="sandbox", progress_every_s=every_s)
