@@ -80,6 +80,7 @@ def test_the_api_key_is_in_no_store_after_ingests_on_postgresql_and_s3(
     [(retries,)] = postgres.query(
         database, "select count(*) from event_logs where event like '%error=ServerError%'"
     )
+    assert isinstance(retries, int)
     assert retries > 0
 
     search = search_pod(SECRET_KEY, postgres, database, s3, new_bucket, env)
