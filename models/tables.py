@@ -106,8 +106,10 @@ EXTRA = _c(
     "JSON object of fields the spec does not know and, under `_unreadable`, of known fields "
     "whose value had another type than the spec's, as received (their column is null); of an "
     "object held as columns (a user's `security_access_group` and `webrtc_ringtone`, a "
-    "number's `pricing` and `flow`), the fields no column holds, under its name; null when "
-    "none.",
+    "number's `pricing` and `flow`), the fields no column holds, under its name; a list made "
+    "into bridge rows (a user's `teams`, `queues`, `skills`..., a number's "
+    "`caller_id_groups`), whole as received, when an item has a field no column holds; null "
+    "when none.",
     free_text=True,
 )
 

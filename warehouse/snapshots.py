@@ -74,14 +74,42 @@ def _utc_ms(at: dt.datetime) -> dt.datetime:
     return at.replace(microsecond=at.microsecond // 1000 * 1000)
 
 
+# The fields of a list's items that columns hold (bridge rows, id lists): a key's value is the
+# shape of its own object, or None.
+Shape = Mapping[str, "Shape | None"]
+_REF: Shape = {"id": None, "name": None}  # a team, queue, skill or group: its table has the name
+
+
+def _held(item: Any, shape: Shape) -> bool:
+    """Whether a column holds every field of `item`, an object of `shape`."""
+    if not isinstance(item, Mapping):
+        return False
+    for key, value in item.items():
+        if key not in shape:
+            return False
+        inner = shape[key]
+        if inner is not None and value is not None and not _held(value, inner):
+            return False
+    return True
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    """A list field's objects (what else it holds, or a value that is no list, makes no row:
+    `_extra` keeps the list as sent)."""
+    return [i for i in value if isinstance(i, Mapping)] if isinstance(value, list) else []
+
+
 def _extra(
     record: Mapping[str, Any],
     known: Iterable[str],
     flattened: Mapping[str, tuple[str, ...]] | None = None,
+    listed: Mapping[str, Shape] | None = None,
 ) -> str | None:
-    """The record's fields outside `known`, as JSON; and of each object `flattened` into
-    columns (`security_access_group` -> `_id`, `_name`), the fields no column holds (unknown
-    ones, or `_unreadable`: models.resources.ApiModel) under its own name."""
+    """The record's fields outside `known`, as JSON; of each object `flattened` into columns
+    (`security_access_group` -> `_id`, `_name`), the fields no column holds (unknown ones, or
+    `_unreadable`: models.resources.ApiModel) under its own name; and each list of objects
+    `listed` (made into bridge rows), whole as sent, when one of its items has a field no
+    column holds, or it is not a list of such objects."""
     rest = {k: v for k, v in record.items() if k not in set(known)}
     for key, columns in (flattened or {}).items():
         obj = record.get(key)
@@ -89,6 +117,12 @@ def _extra(
             continue  # (kept whole already, or no object)
         if left := {k: v for k, v in obj.items() if k not in columns}:
             rest[key] = left
+    for key, shape in (listed or {}).items():
+        value = record.get(key)
+        if key in rest or value is None:
+            continue
+        if not isinstance(value, list) or not all(_held(i, shape) for i in value):
+            rest[key] = value
     return orjson.dumps(rest).decode() if rest else None
 
 
@@ -130,8 +164,13 @@ def _id_name_rows(records: list[Row]) -> list[Row]:
     ]
 
 
-# The user's objects held as columns: their other fields go to `extra`.
+# The user's objects held as columns: their other fields go to `extra`; and its lists made
+# into bridge rows.
 _USER_FLATTENED = {"security_access_group": ("id", "name"), "webrtc_ringtone": ("type", "name")}
+_USER_LISTED: dict[str, Shape] = {
+    **dict.fromkeys(("teams", "supervised_teams", "queues", "supervised_queues"), _REF),
+    "skills": {"skill": _REF, "value": None},
+}
 
 
 def users_frames(
@@ -158,7 +197,7 @@ def users_frames(
                 "channel_group_capacity": _json(u.get("channel_group_capacity")),
                 "channel_profiles": _json(u.get("channel_profiles")),
                 "deleted": is_deleted,
-                "extra": _extra(u, _USER_KNOWN, _USER_FLATTENED),
+                "extra": _extra(u, _USER_KNOWN, _USER_FLATTENED, _USER_LISTED),
             }
         )
         for field, table, col in (
@@ -167,11 +206,11 @@ def users_frames(
             ("queues", USER_QUEUES, "queue"),
             ("supervised_queues", USER_SUPERVISED_QUEUES, "queue"),
         ):
-            for ref in u.get(field) or []:
+            for ref in _items(u.get(field)):
                 bridges[table.name].append(
                     {"user_id": uid, f"{col}_id": _get(ref, "id"), f"{col}_name": _get(ref, "name")}
                 )
-        for s in u.get("skills") or []:
+        for s in _items(u.get("skills")):
             skill = _get(s, "skill")
             skills.append(
                 {
@@ -287,11 +326,11 @@ def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
         prices = {p: _get(pricing, p) for p in _PRICES}
         exact = {p: exact_text(v, schema[p]) for p, v in prices.items()}
         row.update(exact)
-        row["caller_id_group_ids"] = [_get(g, "id") for g in n.get("caller_id_groups") or []]
+        row["caller_id_group_ids"] = [_get(g, "id") for g in _items(n.get("caller_id_groups"))]
         row["flow_id"], row["flow_name"] = _get(flow, "id"), _get(flow, "name")
         lost = any(exact[p] is None and prices[p] is not None for p in _PRICES)
         known = [k for k in _NUMBER_KNOWN if not (lost and k == "pricing")]
-        row["extra"] = _extra(n, known, _NUMBER_FLATTENED)
+        row["extra"] = _extra(n, known, _NUMBER_FLATTENED, {"caller_id_groups": _REF})
         rows.append(row)
     return _frame(NUMBERS, rows, snapshot_at)
 

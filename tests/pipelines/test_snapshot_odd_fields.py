@@ -2,7 +2,9 @@
 date, a list that is a string, a name that is a number) lands with the rest of its snapshot:
 the field null, its value as received under `_unreadable` in the row's `extra`, and a warning
 naming the fields, never the values. Before, one such agent failed the whole `users`
-snapshot (`ResponseShapeError`, not retried), every night until the server changed."""
+snapshot (`ResponseShapeError`, not retried), every night until the server changed. A field
+the spec does not show on an item of a list made into bridge rows (a user's teams) is kept
+in `extra` too."""
 
 from __future__ import annotations
 
@@ -43,7 +45,10 @@ DELETED_PATH = "/api/v4/users/deleted"
 # The first user of the list, and the second: what the server sends in place of their values.
 ODD: list[dict[str, Any]] = [
     {"created_at": "yesterday", "teams": "sales"},
-    {"security_access_group": {"id": 1, "name": 5}},
+    {
+        "security_access_group": {"id": 1, "name": 5},
+        "teams": [{"id": 9, "name": "Night", "role": "lead"}],  # a field the spec does not show
+    },
 ]
 
 
@@ -136,6 +141,12 @@ def test_a_user_with_fields_of_another_type_lands_with_the_others(
     assert orjson.loads(second_user["extra"])["security_access_group"] == {
         "_unreadable": {"name": 5}
     }
+    # An item of a list made into bridge rows with a field the spec does not show: the list
+    # is kept as received (it was dropped, past the model that kept it).
+    assert orjson.loads(second_user["extra"])["teams"] == ODD[1]["teams"]
+    assert teams.filter(pl.col("user_id") == stub.changed[1]).select(
+        "team_id", "team_name"
+    ).rows() == [(9, "Night")]
 
     (warning,) = [r.getMessage() for r in caplog.records if "another type" in r.getMessage()]
     # (in the run's log, where the UI shows it: test_the_connectors_warnings_are_in_the_runs_log)

@@ -98,3 +98,47 @@ def test_the_fields_of_an_object_held_as_columns_that_no_column_holds_go_to_extr
     users = snapshots.users_frames([user], [], AT)["users"].row(0, named=True)
     assert users["security_access_group_name"] == "Agents"
     assert json.loads(users["extra"]) == {"security_access_group": {"scope": "all"}}
+
+
+def test_a_list_whose_items_carry_fields_no_column_holds_is_kept_whole_in_extra() -> None:
+    # A user's teams, queues and skills become bridge rows (ids and names): a field the spec
+    # does not show on one of their items, or one `ApiModel` could not read (`_unreadable`),
+    # was dropped with the item's other fields.
+    teams = [{"id": 1, "name": "Sales"}, {"id": 2, "name": "Care", "role": "lead"}]
+    skills = [{"skill": {"id": 5, "name": "German", "certified": True}, "value": 3}]
+    queues = [{"id": 7, "_unreadable": {"name": 42}}]
+    user = {"id": "u-1", "teams": teams, "skills": skills, "queues": queues}
+    frames = snapshots.users_frames([user], [], AT)
+    row = frames["users"].row(0, named=True)
+    assert json.loads(row["extra"]) == {"teams": teams, "skills": skills, "queues": queues}
+    # The bridge rows are made as before.
+    assert frames["user_teams"].select("team_id", "team_name").rows() == [(1, "Sales"), (2, "Care")]
+    assert frames["user_skills"].select("skill_id", "value").rows() == [(5, 3)]
+    assert frames["user_queues"].select("queue_id", "queue_name").rows() == [(7, None)]
+    # Items with the spec's fields only: nothing more to keep.
+    plain = {
+        "id": "u-2",
+        "teams": [{"id": 1, "name": "Sales"}],
+        "supervised_queues": [{"id": 7}],
+        "skills": [{"skill": {"id": 5, "name": "German"}, "value": 3}, {"skill": None}],
+    }
+    assert snapshots.users_frames([plain], [], AT)["users"].row(0, named=True)["extra"] is None
+    # A number's caller ID groups (their ids are a column, their names the groups' table's).
+    groups = [{"id": 4, "name": "DE"}, {"id": 6, "name": "AT", "default": True}]
+    number = snapshots.numbers_frame([{"id": 3, "caller_id_groups": groups}], AT).row(0, named=True)
+    assert number["caller_id_group_ids"] == [4, 6]
+    assert json.loads(number["extra"]) == {"caller_id_groups": groups}
+    plain_number = {"id": 3, "caller_id_groups": groups[:1]}
+    assert snapshots.numbers_frame([plain_number], AT).row(0, named=True)["extra"] is None
+
+
+def test_a_list_field_that_is_not_a_list_makes_no_bridge_rows_and_is_kept() -> None:
+    # Read without the model (or past it): `"teams": "sales"` made a bridge row per letter.
+    user = {"id": "u-1", "teams": "sales", "queues": [3]}
+    frames = snapshots.users_frames([user], [], AT)
+    assert frames["user_teams"].height == 0
+    assert frames["user_queues"].height == 0
+    assert json.loads(frames["users"].row(0, named=True)["extra"]) == {
+        "teams": "sales",
+        "queues": [3],
+    }
