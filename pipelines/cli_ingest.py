@@ -371,16 +371,26 @@ def _source(base_url: str) -> str:
     return base_url
 
 
-def _table_counts(database: Path) -> list[tuple[str, int]]:
-    import duckdb
-
+def show_warehouse(data_dir: Path, out: TextIO) -> None:
+    """The demo's look at what landed: each table's rows, and an example analyst query.
+    Through the warehouse's own connection: no progress bar in this output, and the views of
+    an object-store lake read (`CDRHOUSE_LAKE_URI=s3://...`)."""
     from models.tables import ALL_TABLES
+    from warehouse.duck import connect
 
-    with duckdb.connect(str(database), read_only=True) as con:
-        return [
-            (t.name, int(con.execute(f'select count(*) from "{t.name}"').fetchone()[0]))  # type: ignore[index]
-            for t in ALL_TABLES
-        ]
+    with connect(data_dir) as con:
+        print("\nrow counts per table:", file=out)
+        for table in ALL_TABLES:
+            [(rows,)] = con.execute(f'select count(*) from "{table.name}"').fetchall()
+            print(f"  {table.name:<24} {rows:>10,}", file=out)
+        print(f"\nexample analyst query:\n{DEMO_QUERY}\n", file=out)
+        cursor = con.execute(DEMO_QUERY)
+        names = [d[0] for d in cursor.description or []]
+        result = cursor.fetchall()
+    widths = [max(len(str(x)) for x in [n, *(r[i] for r in result)]) for i, n in enumerate(names)]
+    print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
+    for row in result:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
 
 
 def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | None = None) -> int:
@@ -388,11 +398,9 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     `contact_center_report` asset of those days, all as Dagster runs in the instance at
     `DAGSTER_HOME` (the UI shows the report materialized); show what landed, and end with the
     path of the report, the file `cdrhouse report` writes by default."""
-    import duckdb
-
     from pipelines.privacy_settings import DEMO_PII_KEY, PHONE_NUMBERS_VAR, PII_KEY_VAR
     from pipelines.resources import SANDBOX
-    from warehouse.analyst import WAREHOUSE_FILE, report_path
+    from warehouse.analyst import report_path
 
     out = out or sys.stdout
     today = datetime.now(UTC).date()
@@ -406,19 +414,7 @@ def cmd_demo(env: Mapping[str, str], *, days: int = DEMO_DAYS, out: TextIO | Non
     code = cmd_ingest(today - timedelta(days=days), today, demo_env, out=out, report_days=days)
     if code != 0:
         return code
-    database = env_data_dir(env) / WAREHOUSE_FILE
-    print("\nrow counts per table:", file=out)
-    for name, rows in _table_counts(database):
-        print(f"  {name:<24} {rows:>10,}", file=out)
-    print(f"\nexample analyst query:\n{DEMO_QUERY}\n", file=out)
-    with duckdb.connect(str(database), read_only=True) as con:
-        cursor = con.execute(DEMO_QUERY)
-        names = [d[0] for d in cursor.description or []]
-        result = cursor.fetchall()
-    widths = [max(len(str(x)) for x in [n, *(r[i] for r in result)]) for i, n in enumerate(names)]
-    print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)), file=out)
-    for row in result:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)), file=out)
+    show_warehouse(env_data_dir(env), out)
     report = report_path(env_data_dir(env))  # written by the asset's run above
     print(f"\ncontact-center report (open it in a browser, works offline): {report}", file=out)
     return 0
