@@ -51,7 +51,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -63,6 +63,7 @@ import pyarrow.parquet as pq
 
 from models.tables import RAW_CDRS, TABLES, TableSpec, landed
 from models.timestamps import iso_ms
+from warehouse.interrupt import held_signals
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
     PART_FILE,
@@ -783,6 +784,19 @@ class Lake:
         with self.writer(table, key, schema, source=source) as w:
             w.write(data)
         return w.rows
+
+    def write_together(
+        self, key: str, frames: Mapping[str, pl.DataFrame], *, source: str | None = None
+    ) -> None:
+        """One partition (`key`) of each table of `frames`, as a whole: every file is written
+        first (a failure there, a full disk say, publishes none of them), then they are
+        published one after the other with SIGINT/SIGTERM held (`held_signals`), so a
+        snapshot's tables (`users` and its bridge tables) never mix two readings."""
+        publishing = contextlib.ExitStack()
+        with publishing, contextlib.ExitStack() as writers:
+            for table, frame in frames.items():
+                writers.enter_context(self.writer(table, key, source=source)).write(frame)
+            publishing.enter_context(held_signals())  # released once the last one is published
 
     # --- reading --------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import os
 import time
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -199,3 +200,36 @@ def test_keys_and_timestamps_are_written_plain_with_statistics_and_repeated_valu
         raw.column(i) for i in range(raw.num_columns) if raw.column(i).path_in_schema == "record"
     )
     assert not record.is_stats_set
+
+
+def test_a_family_written_together_is_replaced_whole_or_not_at_all(tmp_path) -> None:
+    # A snapshot's tables (`users` and its bridge tables) used to be written one after the
+    # other, each published at once: a failure (a full disk, a bad frame) or a signal after
+    # the first left today's `users` from one reading beside bridges from another.
+    from warehouse.snapshots import users_frames
+
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+    first = [{"id": "u-1", "name": "Ada", "teams": [{"id": 1, "name": "Sales"}]}]
+    lake.write_together(key, users_frames(first, [], at), source="test")
+    before = {
+        t: (tmp_path / t / key / "part-0.parquet").read_bytes() for t in ("users", "user_teams")
+    }
+
+    second = users_frames([{"id": "u-2", "teams": [{"id": 2, "name": "Care"}]}], [], at)
+    # The bridge's frame cannot be written (an id that is no integer): nothing is replaced.
+    second["user_teams"] = second["user_teams"].with_columns(pl.lit("two").alias("team_id"))
+    with pytest.raises(pa.ArrowInvalid, match="'two'"):
+        lake.write_together(key, second, source="test")
+    for table, content in before.items():
+        assert (tmp_path / table / key / "part-0.parquet").read_bytes() == content, table
+    assert list((tmp_path / "_tmp").iterdir()) == []
+
+    third = users_frames([{"id": "u-3", "teams": [{"id": 3, "name": "Night"}]}], [], at)
+    lake.write_together(key, third, source="test")
+    users, teams = lake.read("users", key), lake.read("user_teams", key)
+    assert users is not None
+    assert teams is not None
+    assert users["id"].to_list() == ["u-3"]
+    assert teams["team_id"].to_list() == [3]

@@ -63,8 +63,7 @@ def _snapshot_asset(
         key = f"snapshot_date={taken_at.date().isoformat()}"
         if source.name == "users" and not frames["users"].height:
             _refuse_an_empty_directory(lake)
-        for table in source.tables:
-            lake.write(table, key, frames[table], source=source_id)
+        lake.write_together(key, {t: frames[t] for t in source.tables}, source=source_id)
         warehouse.views_after_landing(context.log)
         for table in source.tables:
             frame = frames[table]
