@@ -434,6 +434,7 @@ BALANCE_SNAPSHOTS = _snapshot(
             "Balance, exact decimal; null if it does not fit (see `amount_raw`).",
         ),
         _c("amount_raw", S, "Balance string exactly as the API sent it."),
+        EXTRA,
     ],
 )
 

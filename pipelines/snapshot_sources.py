@@ -191,9 +191,9 @@ def build_snapshot_frames(
     if name == "teams":
         return snapshots.teams_frames(d["teams"], d["members"], d["supervisors"], taken_at)
     if name == "balance":
-        balance = d["balance"]
-        amount = balance.get("amount") if isinstance(balance, Mapping) else balance
-        return {"balance_snapshots": snapshots.balance_frame(str(amount), taken_at)}
+        balance = d["balance"] if isinstance(d["balance"], Mapping) else {"amount": d["balance"]}
+        amount = str(balance.get("amount"))
+        return {"balance_snapshots": snapshots.balance_frame(amount, taken_at, balance)}
     builders = {
         "skills": snapshots.skills_frame,
         "campaigns": snapshots.campaigns_frame,

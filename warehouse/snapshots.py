@@ -335,9 +335,16 @@ def numbers_frame(numbers: list[Row], snapshot_at: dt.datetime) -> pl.DataFrame:
     return _frame(NUMBERS, rows, snapshot_at)
 
 
-def balance_frame(amount: str, snapshot_at: dt.datetime) -> pl.DataFrame:
+def balance_frame(
+    amount: str, snapshot_at: dt.datetime, balance: Mapping[str, Any] | None = None
+) -> pl.DataFrame:
     """`amount` is null where the API's text does not fit its column exactly; `amount_raw`
-    keeps the text as sent, always."""
+    keeps the text as sent, always; the `balance` object's other fields (a currency the spec
+    does not show) go to `extra`."""
     dtype = BALANCE_SNAPSHOTS.polars_schema()["amount"]
-    row = {"amount": exact_text(amount, dtype), "amount_raw": str(amount)}
+    row = {
+        "amount": exact_text(amount, dtype),
+        "amount_raw": str(amount),
+        "extra": _extra(balance or {}, ("amount",)),
+    }
     return _frame(BALANCE_SNAPSHOTS, [row], snapshot_at)

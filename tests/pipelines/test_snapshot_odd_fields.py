@@ -42,6 +42,7 @@ from tests.support.served import suite_defs
 
 USERS_PATH = "/api/v4/users"
 DELETED_PATH = "/api/v4/users/deleted"
+BALANCE_PATH = "/api/v4/billing/balance"
 # The first user of the list, and the second: what the server sends in place of their values.
 ODD: list[dict[str, Any]] = [
     {"created_at": "yesterday", "teams": "sales"},
@@ -60,15 +61,21 @@ class OddUsers:
         self.odd = odd
         self.changed: list[str] = []
         self.empty = False  # then both user lists answer 200 with no user
+        self.balance: dict[str, Any] = {}  # fields added to the balance object
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in (USERS_PATH, DELETED_PATH):
+        paths = (USERS_PATH, DELETED_PATH, BALANCE_PATH)
+        if scope["type"] != "http" or scope["path"] not in paths:
             await self.app(scope, receive, send)
             return
         start, body = await answer_of(self.app, scope, receive)
         first_page = scope["path"] == USERS_PATH and b"offset=0" in b"&" + scope["query_string"]
         if start.get("status") != 200:
             pass
+        elif scope["path"] == BALANCE_PATH:
+            answer = orjson.loads(body)
+            answer["balance"].update(self.balance)
+            body = orjson.dumps(answer)
         elif self.empty:
             body = orjson.dumps({"users": [], "metadata": {"total": 0}})
         elif first_page:
@@ -116,6 +123,7 @@ def test_a_user_with_fields_of_another_type_lands_with_the_others(
         odd_users(clock, ODD) as (stub, base_url),
         caplog.at_level(logging.WARNING, logger="connectors.contact_center"),
     ):
+        stub.balance = {"currency": "EUR"}  # the spec shows the amount only
         report, out = _snapshots(base_url, clock, tmp_path)
         listed = httpx.get(
             f"{base_url}{USERS_PATH}",
@@ -147,6 +155,10 @@ def test_a_user_with_fields_of_another_type_lands_with_the_others(
     assert teams.filter(pl.col("user_id") == stub.changed[1]).select(
         "team_id", "team_name"
     ).rows() == [(9, "Night")]
+
+    # The balance object's field the spec does not show is kept too (it was dropped).
+    balance = pl.read_parquet(lake / "balance_snapshots" / "*" / "*.parquet").row(0, named=True)
+    assert orjson.loads(balance["extra"]) == {"currency": "EUR"}
 
     (warning,) = [r.getMessage() for r in caplog.records if "another type" in r.getMessage()]
     # (in the run's log, where the UI shows it: test_the_connectors_warnings_are_in_the_runs_log)

@@ -142,3 +142,12 @@ def test_a_list_field_that_is_not_a_list_makes_no_bridge_rows_and_is_kept() -> N
         "teams": "sales",
         "queues": [3],
     }
+
+
+def test_the_balance_objects_other_fields_are_kept_in_extra() -> None:
+    # `{balance: {amount, currency}}`: the spec shows the amount only; a currency was dropped.
+    balance = {"amount": "1234.500000", "currency": "EUR", "_unreadable": {"limit": "none"}}
+    row = snapshots.balance_frame("1234.500000", AT, balance).row(0, named=True)
+    assert row["amount"] == Decimal("1234.5")
+    assert json.loads(row["extra"]) == {"currency": "EUR", "_unreadable": {"limit": "none"}}
+    assert snapshots.balance_frame("1", AT, {"amount": "1"}).row(0, named=True)["extra"] is None
