@@ -361,17 +361,38 @@ USER_SKILLS = _bridge(
 QUEUES = _snapshot("queues", "Routing queues.", "one row per queue id", ("id",), _idname("Queue"))
 SKILLS = _snapshot("skills", "Routing skills.", "one row per skill id", ("id",), _idname("Skill"))
 TEAMS = _snapshot("teams", "Teams.", "one row per team id", ("id",), _idname("Team"))
+# A member's record is a whole user (the `users` table has its known fields): its fields the
+# spec does not know (a membership's priority, say) stay on the member's row.
+_MEMBER_EXTRA = replace(
+    EXTRA,
+    description="JSON object of the member's record's fields the spec does not know (a "
+    "membership attribute such as a priority, or the user's own unknown fields) and, under "
+    "`_unreadable`, of known fields of another type, as received; null when none. Its known "
+    "fields are the `users` table's.",
+)
 QUEUE_MEMBERS = _bridge(
-    "queue_members", "queue_id", "user_id", "Queue members (from /routing/queues/{id}/users)."
+    "queue_members",
+    "queue_id",
+    "user_id",
+    "Queue members (from /routing/queues/{id}/users).",
+    [_MEMBER_EXTRA],
 )
 QUEUE_SUPERVISORS = _bridge(
-    "queue_supervisors", "queue_id", "user_id", "Queue supervisors (/queues/{id}/supervisors)."
+    "queue_supervisors",
+    "queue_id",
+    "user_id",
+    "Queue supervisors (/queues/{id}/supervisors).",
+    [_MEMBER_EXTRA],
 )
 TEAM_MEMBERS = _bridge(
-    "team_members", "team_id", "user_id", "Team members (from /teams/{id}/users)."
+    "team_members", "team_id", "user_id", "Team members (from /teams/{id}/users).", [_MEMBER_EXTRA]
 )
 TEAM_SUPERVISORS = _bridge(
-    "team_supervisors", "team_id", "user_id", "Team supervisors (team supervisors list)."
+    "team_supervisors",
+    "team_id",
+    "user_id",
+    "Team supervisors (team supervisors list).",
+    [_MEMBER_EXTRA],
 )
 CAMPAIGNS = _snapshot(
     "campaigns",

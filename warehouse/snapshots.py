@@ -229,7 +229,12 @@ def users_frames(
 
 def _members(spec: TableSpec, group_col: str, members: ByGroup, at: dt.datetime) -> pl.DataFrame:
     rows = [
-        {group_col: gid, "user_id": u.get("id"), "user_name": u.get("name")}
+        {
+            group_col: gid,
+            "user_id": u.get("id"),
+            "user_name": u.get("name"),
+            "extra": _extra(u, _USER_KNOWN),
+        }
         for gid, users in members.items()
         for u in users
     ]

@@ -151,3 +151,22 @@ def test_the_balance_objects_other_fields_are_kept_in_extra() -> None:
     assert row["amount"] == Decimal("1234.5")
     assert json.loads(row["extra"]) == {"currency": "EUR", "_unreadable": {"limit": "none"}}
     assert snapshots.balance_frame("1", AT, {"amount": "1"}).row(0, named=True)["extra"] is None
+
+
+def test_a_members_fields_the_spec_does_not_show_stay_on_its_row() -> None:
+    # A queue's members list gives whole user records; the member rows kept the id and the
+    # name only, so a membership's own field (a priority) was lost: the users table, read
+    # from /users, never sees it.
+    member = {"id": "u-1", "name": "Ada", "email": "ada@example.com", "priority": 2}
+    plain = {"id": "u-2", "name": "Bob", "email": "bob@example.com", "teams": []}
+    frames = snapshots.queues_frames(
+        [{"id": 7, "name": "Sales"}], {7: [member, plain]}, {7: [plain]}, AT
+    )
+    rows = frames["queue_members"].select("user_id", "user_name", "extra").rows()
+    assert [(i, n) for i, n, _ in rows] == [("u-1", "Ada"), ("u-2", "Bob")]
+    assert json.loads(rows[0][2]) == {"priority": 2}
+    assert rows[1][2] is None  # known fields only: the users table has them
+    assert frames["queue_supervisors"].get_column("extra").to_list() == [None]
+    teams = snapshots.teams_frames([{"id": 1}], {1: [member]}, {1: [member]}, AT)
+    for table in ("team_members", "team_supervisors"):
+        assert json.loads(teams[table].row(0, named=True)["extra"]) == {"priority": 2}
