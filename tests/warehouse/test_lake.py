@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
+import signal
+import threading
 import time
 
 import polars as pl
@@ -14,6 +17,7 @@ import pytest
 from connectors.sandbox.generator import Dataset
 from tests.warehouse.conftest import write_day
 from warehouse.lake import Lake, partition_key
+from warehouse.snapshots import users_frames
 from warehouse.stores import root_from_uri
 
 FREE_TEXT = {"raw_cdrs": {"record"}, "cdr_sms": {"message"}}
@@ -206,8 +210,6 @@ def test_a_family_written_together_is_replaced_whole_or_not_at_all(tmp_path) -> 
     # A snapshot's tables (`users` and its bridge tables) used to be written one after the
     # other, each published at once: a failure (a full disk, a bad frame) or a signal after
     # the first left today's `users` from one reading beside bridges from another.
-    from warehouse.snapshots import users_frames
-
     lake = Lake(str(tmp_path))
     key = "snapshot_date=2026-11-20"
     at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
@@ -233,3 +235,55 @@ def test_a_family_written_together_is_replaced_whole_or_not_at_all(tmp_path) -> 
     assert teams is not None
     assert users["id"].to_list() == ["u-3"]
     assert teams["team_id"].to_list() == [3]
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_a_signal_at_any_moment_leaves_a_family_from_one_reading(tmp_path) -> None:
+    # SIGTERM (a pod's stop) sent at a random moment of the family's write, 40 times: the
+    # partition afterwards holds `users` and `user_teams` of the same reading, never `users`
+    # of the new one beside `user_teams` of the last.
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+
+    def reading(n: int) -> dict[str, pl.DataFrame]:
+        users = [{"id": f"u-{n}", "teams": [{"id": n, "name": f"T{n}"}]}]
+        return users_frames(users, [], at)
+
+    lake.write_together(key, reading(0), source="test")
+    started = time.perf_counter()
+    lake.write_together(key, reading(0), source="test")
+    took = time.perf_counter() - started
+    armed = threading.Event()
+
+    def stop(_signum: int, _frame: object) -> None:
+        if armed.is_set():
+            raise _Interrupted
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    rng = random.Random(7)
+    interrupted = 0
+    try:
+        for n in range(1, 41):
+            delay = rng.uniform(0, took)
+            sender = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGTERM))
+            armed.set()
+            try:
+                sender.start()  # (under load, the signal may land before the write starts)
+                lake.write_together(key, reading(n), source="test")
+                sender.join()  # (a signal that lands here, after the write, raises too)
+            except _Interrupted:
+                interrupted += 1
+            finally:
+                armed.clear()
+                sender.join()
+            users, teams = lake.read("users", key), lake.read("user_teams", key)
+            assert users is not None
+            assert teams is not None
+            assert [f"u-{i}" for i in teams["team_id"].to_list()] == users["id"].to_list(), n
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert interrupted == 40  # every signal landed, each while armed
