@@ -242,7 +242,7 @@ class _Interrupted(Exception):
 
 
 def test_a_signal_at_any_moment_leaves_a_family_from_one_reading(tmp_path) -> None:
-    # SIGTERM (a pod's stop) sent at a random moment of the family's write, 40 times: the
+    # SIGTERM (a pod's stop) sent at a random moment of the family's write, 100 times: the
     # partition afterwards holds `users` and `user_teams` of the same reading, never `users`
     # of the new one beside `user_teams` of the last.
     lake = Lake(str(tmp_path))
@@ -267,7 +267,7 @@ def test_a_signal_at_any_moment_leaves_a_family_from_one_reading(tmp_path) -> No
     rng = random.Random(7)
     interrupted = 0
     try:
-        for n in range(1, 41):
+        for n in range(1, 101):
             delay = rng.uniform(0, took)
             sender = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGTERM))
             armed.set()
@@ -286,4 +286,4 @@ def test_a_signal_at_any_moment_leaves_a_family_from_one_reading(tmp_path) -> No
             assert [f"u-{i}" for i in teams["team_id"].to_list()] == users["id"].to_list(), n
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert interrupted == 40  # every signal landed, each while armed
+    assert interrupted == 100  # every signal landed, each while armed
