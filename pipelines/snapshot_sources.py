@@ -5,7 +5,7 @@ mypy, not at run time.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -191,9 +191,10 @@ def build_snapshot_frames(
     if name == "teams":
         return snapshots.teams_frames(d["teams"], d["members"], d["supervisors"], taken_at)
     if name == "balance":
-        balance = d["balance"] if isinstance(d["balance"], Mapping) else {"amount": d["balance"]}
-        amount = str(balance.get("amount"))
-        return {"balance_snapshots": snapshots.balance_frame(amount, taken_at, balance)}
+        balance = d["balance"]  # the Balance model's JSON (`_balance`): its amount, and extras
+        return {
+            "balance_snapshots": snapshots.balance_frame(str(balance["amount"]), taken_at, balance)
+        }
     builders = {
         "skills": snapshots.skills_frame,
         "campaigns": snapshots.campaigns_frame,

@@ -110,7 +110,8 @@ def _extra(
     `_unreadable`: models.resources.ApiModel) under its own name; and each list of objects
     `listed` (made into bridge rows), whole as sent, when one of its items has a field no
     column holds, or it is not a list of such objects."""
-    rest = {k: v for k, v in record.items() if k not in set(known)}
+    known = set(known)  # (once, not per field: a members list holds thousands of records)
+    rest = {k: v for k, v in record.items() if k not in known}
     for key, columns in (flattened or {}).items():
         obj = record.get(key)
         if key in rest or not isinstance(obj, Mapping):
