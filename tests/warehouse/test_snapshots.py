@@ -170,3 +170,29 @@ def test_a_members_fields_the_spec_does_not_show_stay_on_its_row() -> None:
     teams = snapshots.teams_frames([{"id": 1}], {1: [member]}, {1: [member]}, AT)
     for table in ("team_members", "team_supervisors"):
         assert json.loads(teams[table].row(0, named=True)["extra"]) == {"priority": 2}
+
+
+def test_a_balance_snapshot_landed_before_extra_existed_reads_it_as_null(tmp_path) -> None:
+    # Lakes hold days landed before `balance_snapshots` had `extra`: the view still reads them.
+    import pyarrow.parquet as pq
+
+    from warehouse.duck import build_warehouse, connect
+    from warehouse.lake import Lake
+
+    lake = Lake(str(tmp_path / "lake"))
+    new_day, old_day = "snapshot_date=2026-11-02", "snapshot_date=2026-11-01"
+    kept = {"amount": "5", "currency": "EUR"}
+    frames = {"balance_snapshots": snapshots.balance_frame("5", AT, kept)}
+    lake.write_together(new_day, frames, source="test")
+    written = pq.read_table(tmp_path / "lake" / "balance_snapshots" / new_day / "part-0.parquet")
+    (tmp_path / "lake" / "balance_snapshots" / old_day).mkdir()
+    pq.write_table(
+        written.drop_columns(["extra"]),
+        tmp_path / "lake" / "balance_snapshots" / old_day / "part-0.parquet",
+    )
+    build_warehouse(tmp_path, lake.uri)
+    with connect(tmp_path) as con:
+        rows = con.sql(
+            "SELECT CAST(snapshot_date AS VARCHAR), extra FROM balance_snapshots ORDER BY 1"
+        )
+        assert rows.fetchall() == [("2026-11-01", None), ("2026-11-02", '{"currency":"EUR"}')]
