@@ -1,6 +1,8 @@
 -- rpt_agent_performance: how did each agent perform per day?
 -- Grain: one row per (account_id, date, user_id), UTC days (`rpt_agent_kpis` has the local business day).
 -- calls_handled = answered calls with the agent; talk/hold seconds are summed over those calls.
+-- Answered here is `disposition = 'answered'` as written, not CDRHOUSE_ANSWERED_DISPOSITIONS:
+-- the pre-aggregate keeps no disposition, so no setting can apply (`rpt_agent_kpis` follows it).
 -- No wrap-up time: the API gives no after-call work, and overall minus the other durations is
 -- 1 s on every call of the sandbox (the derived `wrapup_s` measured nothing; it was removed).
 -- name_snapshot is the agent's name at the time (latest that day); current_name is from `users`.
@@ -9,7 +11,7 @@
 -- @col user_id: agent id
 -- @col name_snapshot: agent name at the time (latest that day)
 -- @col current_name: agent name in the latest users snapshot
--- @col calls_handled: answered calls with this agent
+-- @col calls_handled: calls with this agent whose disposition is `answered` as written (not CDRHOUSE_ANSWERED_DISPOSITIONS; `rpt_agent_kpis` follows the setting)
 -- @col talk_s: talk seconds over handled calls
 -- @col hold_s: hold seconds over handled calls
 -- @col avg_conversation_score: average conversation score of handled calls

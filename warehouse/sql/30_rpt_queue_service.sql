@@ -11,7 +11,7 @@
 -- @col name_snapshot: queue name at the time
 -- @col current_name: latest queue name: the latest queues snapshot, else (a deleted queue) the name the newest CDR of the queue carries
 -- @col calls_offered: calls routed to the queue
--- @col calls_answered: of those, answered
+-- @col calls_answered: of those, the disposition `answered` as written (not CDRHOUSE_ANSWERED_DISPOSITIONS; `rpt_queue_kpis` follows the setting)
 -- @col calls_unanswered: offered minus answered (not the abandonment of docs/metrics.md)
 -- @col unanswered_rate: unanswered / offered
 -- @col avg_queue_wait_s: average queue wait of calls, seconds

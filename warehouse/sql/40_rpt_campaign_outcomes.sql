@@ -1,13 +1,14 @@
 -- rpt_campaign_outcomes: what did each outbound campaign achieve per day?
 -- Grain: one row per (account_id, date, campaign_id). attempts = campaign calls, answered = disposition
--- answered, answer_rate = answered / attempts, end_reasons = MAP end_reason -> count,
+-- `answered` as written (not CDRHOUSE_ANSWERED_DISPOSITIONS: the pre-aggregate keeps no
+-- disposition, so no setting can apply; `rpt_outbound_kpis.connects` follows it), answer_rate = answered / attempts, end_reasons = MAP end_reason -> count,
 -- cost = exact decimal sum of the calls' cost.
 -- @col account_id: account (contact center) id; `default` for a lake without accounts
 -- @col date: UTC day
 -- @col campaign_id: campaign id
 -- @col name_snapshot: campaign name at the time
 -- @col attempts: campaign calls
--- @col answered: answered campaign calls
+-- @col answered: campaign calls whose disposition is `answered` as written (not CDRHOUSE_ANSWERED_DISPOSITIONS; `rpt_outbound_kpis.connects` follows the setting)
 -- @col answer_rate: answered / attempts
 -- @col end_reasons: MAP end_reason -> number of calls
 -- @col cost: sum of cost, exact decimal
