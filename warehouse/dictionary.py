@@ -85,7 +85,9 @@ the steps between: readable, but not part of the contract.
 
 The older views (`rpt_daily_volume` ... `rpt_sms_delivery`) keep their UTC `date`. Each of them
 (except `rpt_balance`) reads `agg_X`, a per-day pre-aggregate with the same columns (minus the
-current-name lookups). Every `agg_*` is a Dagster asset partitioned like the CDR days,
+current-name lookups; `agg_agent_performance`, `agg_queue_service` and `agg_campaign_outcomes`
+also keep their calls per disposition, to which the views apply CDRHOUSE_ANSWERED_DISPOSITIONS,
+as the KPI views do). Every `agg_*` is a Dagster asset partitioned like the CDR days,
 downstream of the typed tables: each CDR run writes `lake/agg_X/date=<day>/` from that day's
 partitions alone, so a report over years of CDRs reads a few thousand pre-aggregated rows, and
 the nightly refresh costs the same with 7 or 365 days kept. The views read the written
@@ -154,8 +156,16 @@ def _view_sections(con: duckdb.DuckDBPyConnection) -> list[str]:
         lines += [f"### `{name}`", "", f"Source: `warehouse/sql/{path.name}`", ""]
         lines += [" ".join(text), ""]
         lines += ["| column | type | meaning |", "|---|---|---|"]
+        shown = set()
         for col, ctype, *_ in con.execute(f"DESCRIBE {name}").fetchall():
             lines.append(f"| `{col}` | {ctype} | {meanings.get(col, '')} |")
+            shown.add(col)
+        # Its pre-aggregate's own columns (the view applies the settings to them).
+        agg = name.replace("rpt_", "agg_")
+        if agg in aggregate_names() and f"VIEW {agg} AS" in sql:
+            for col, ctype, *_ in con.execute(f"DESCRIBE {agg}").fetchall():
+                if col not in shown:
+                    lines.append(f"| `{col}` | {ctype} | {meanings.get(col, '')} |")
         lines.append("")
     return lines
 

@@ -300,6 +300,12 @@ def footer_key_check(footer: pq.FileMetaData | None) -> str | None:
     return value.decode() if value else None
 
 
+def top_level_names(footer: pq.FileMetaData | None) -> frozenset[str]:
+    """A Parquet file's column names (a map's or a struct's own name, not its leaves'), none
+    without a file."""
+    return frozenset(footer.schema.to_arrow_schema().names) if footer is not None else frozenset()
+
+
 def footer_source(footer: pq.FileMetaData | None) -> str | None:
     """The source a partition's footer records (None: no footer, or none recorded)."""
     value = (footer.metadata or {}).get(META_SOURCE.encode()) if footer else None
@@ -706,11 +712,15 @@ class Lake:
         """Which of the privacy stage's columns (`LANDED_COLUMNS`) this lake's newest partition
         of `table` holds (none for a lake landed under `raw`): views read those, and show the
         others as null. One footer read."""
+        return self.file_columns(table) & LANDED_COLUMNS
+
+    def file_columns(self, table: str) -> frozenset[str]:
+        """The columns of this lake's newest partition file of `table` (none without one):
+        a view reads a column its files do not have yet (one added since they were written)
+        as null. One footer read."""
         keys = self.partitions(table)
         footer = self.partition_footer(table, keys[-1]) if keys else None
-        if footer is None:
-            return frozenset()
-        return frozenset(footer.schema.names) & LANDED_COLUMNS
+        return top_level_names(footer)
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""

@@ -17,7 +17,7 @@ from models.tables import BALANCE_SNAPSHOTS, TableSpec, landed
 # Named in `warehouse.analyst`, which loads no DuckDB, polars or pyarrow to name them.
 from warehouse.analyst import WAREHOUSE_FILE as WAREHOUSE_FILE
 from warehouse.analyst import lit as lit
-from warehouse.lake import ACCOUNT_COLUMN, LANDED_COLUMNS, Lake
+from warehouse.lake import ACCOUNT_COLUMN, LANDED_COLUMNS, Lake, top_level_names
 
 SQL_DIR = Path(__file__).parent / "sql"
 SNAPSHOT_COLUMNS = ("snapshot_date", "snapshot_at")
@@ -82,15 +82,20 @@ def scan_sql(
     the parts that have files are read: a glob matching nothing is an error in DuckDB."""
     holders = lake.holders(table)
     types = {partition_key: "DATE"} if partition_key else {}
+    in_path = {ACCOUNT_COLUMN, *types}
     parts = []
     if lake.account_id in holders:
-        typed = _typed(columns, lake.landed_columns(table), lake.account_id)
-        parts.append(_read(typed, lake.table_glob(table), types))
+        present = lake.file_columns(table) | in_path
+        parts.append(
+            _read(_typed(columns, present, lake.account_id), lake.table_glob(table), types)
+        )
     others = [h for h in holders if h != lake.account_id]
     if others:
-        present = frozenset().union(*(lake.account(h).landed_columns(table) for h in others))
+        present = frozenset().union(*(lake.account(h).file_columns(table) for h in others))
         hive = {ACCOUNT_COLUMN: "VARCHAR", **types}
-        parts.append(_read(_typed(columns, present), lake.accounts_table_glob(table), hive))
+        parts.append(
+            _read(_typed(columns, present | in_path), lake.accounts_table_glob(table), hive)
+        )
     # BY NAME: a part without the privacy stage's columns gets nulls for them.
     return " UNION ALL BY NAME ".join(parts) or None
 
@@ -100,10 +105,17 @@ def _typed(
 ) -> str:
     """The typed select list of a part: `account_id` from `account` (a lake's own files) or
     the path; the privacy stage's columns (`LANDED_COLUMNS`) only when its files have them
-    (landed under CDRHOUSE_PHONE_NUMBERS=token), so a lake landed under `raw` reads as before."""
+    (landed under CDRHOUSE_PHONE_NUMBERS=token), so a lake landed under `raw` reads as before;
+    any other column its files (`present`: the newest's, and the path's) do not have is null
+    (files written before it was added: no file has it, and DuckDB would refuse the name)."""
+
+    def value(name: str, ctype: str) -> str:
+        if account and name == ACCOUNT_COLUMN:
+            return f"CAST({lit(account)} AS {ctype})"
+        return f"CAST({q(name) if name in present else 'NULL'} AS {ctype})"
+
     return ", ".join(
-        f"CAST({lit(account) if account and name == ACCOUNT_COLUMN else q(name)} AS {ctype}) "
-        f"AS {q(name)}"
+        f"{value(name, ctype)} AS {q(name)}"
         for name, ctype in columns
         if name not in LANDED_COLUMNS or name in present
     )
@@ -128,7 +140,7 @@ def base_view_sql(spec: TableSpec, lake: Lake, day: str | None = None) -> str:
         if not lake.exists(spec.name, key):
             return empty_sql(spec)
         footer = lake.partition_footer(spec.name, key)
-        present = frozenset(footer.schema.names if footer else ()) & LANDED_COLUMNS
+        present = top_level_names(footer) | {ACCOUNT_COLUMN, "date"}
         typed = _typed(columns, present, lake.account_id)
         return _read(typed, lake.partition_url(spec.name, key), {"date": "DATE"})
     return scan_sql(columns, lake, spec.name, spec.partition_key) or empty_sql(spec)

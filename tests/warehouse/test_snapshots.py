@@ -196,3 +196,32 @@ def test_a_balance_snapshot_landed_before_extra_existed_reads_it_as_null(tmp_pat
             "SELECT CAST(snapshot_date AS VARCHAR), extra FROM balance_snapshots ORDER BY 1"
         )
         assert rows.fetchall() == [("2026-11-01", None), ("2026-11-02", '{"currency":"EUR"}')]
+
+
+def test_a_lake_whose_every_partition_predates_a_column_builds_its_views(tmp_path) -> None:
+    # A lake upgraded from before `extra` (balance_snapshots, queue_members, ...), until its
+    # next snapshot: no file has the column. The views failed to build (DuckDB refuses the
+    # name), so every run refreshing them failed, and `cdrhouse sql` had no views.
+    import pyarrow.parquet as pq
+
+    from warehouse.duck import build_warehouse, connect
+    from warehouse.lake import Lake
+
+    lake = Lake(str(tmp_path / "lake"))
+    day = "snapshot_date=2026-11-01"
+    frames = {
+        "balance_snapshots": snapshots.balance_frame("5", AT, {"amount": "5"}),
+        **snapshots.queues_frames(
+            [{"id": 1, "name": "Sales"}], {1: [{"id": "u1", "name": "Ann"}]}, {}, AT
+        ),
+    }
+    lake.write_together(day, frames, source="test")
+    for table in ("balance_snapshots", "queue_members"):
+        f = tmp_path / "lake" / table / day / "part-0.parquet"
+        pq.write_table(pq.read_table(f).drop_columns(["extra"]), f)
+    build_warehouse(tmp_path, lake.uri)
+    with connect(tmp_path) as con:
+        balance = con.sql("SELECT CAST(amount AS VARCHAR), extra FROM balance_snapshots")
+        assert balance.fetchall() == [("5.000000", None)]
+        members = con.sql("SELECT queue_id, user_id, extra FROM queue_members")
+        assert members.fetchall() == [(1, "u1", None)]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
-from warehouse.duck import connect
+from warehouse.duck import connect, create_views
+from warehouse.kpi import KpiSettings
+from warehouse.lake import Lake
 
 from .conftest import SmallWarehouse
 
@@ -245,3 +250,151 @@ def test_every_snapshot_view_is_queryable(con) -> None:
         "users_snapshots",
     ):
         assert q(con, f"SELECT count(*) n FROM {name}")["n"][0] > 0, name
+
+
+# --- the UTC-day views under the answered setting ---------------------------------------------
+
+ANSWERED_TOO = ("answered", "no_answer")  # a setting that counts no_answer calls as answered
+OLDER_VIEWS = {
+    "agg_campaign_outcomes": "dispositions",
+    "agg_queue_service": "call_dispositions",
+    "agg_agent_performance": "call_dispositions",
+}
+
+
+def _older_views(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple, tuple]]:
+    return {
+        "campaign": {
+            (r[0], r[1]): tuple(r[2:])
+            for r in con.execute(
+                "SELECT date, campaign_id, attempts, answered, round(answer_rate, 9) "
+                "FROM rpt_campaign_outcomes"
+            ).fetchall()
+        },
+        "queue": {
+            (r[0], r[1]): tuple(r[2:])
+            for r in con.execute(
+                "SELECT date, queue_id, calls_offered, calls_answered, calls_unanswered, "
+                "round(unanswered_rate, 9) FROM rpt_queue_service WHERE calls_offered > 0"
+            ).fetchall()
+        },
+        "agent": {
+            (r[0], r[1]): tuple(r[2:])
+            for r in con.execute(
+                "SELECT date, user_id, calls_handled, talk_s, hold_s, round(avg_mos, 9), "
+                "conversations_handled FROM rpt_agent_performance"
+            ).fetchall()
+        },
+    }
+
+
+def _older_views_want(small: SmallWarehouse, answered: tuple[str, ...]) -> dict[str, dict]:
+    """The three UTC-day views' answered columns, computed here from the CDR rows."""
+    calls = small.tables["cdr_calls"].with_columns(
+        handled=pl.col("disposition").is_in(answered).fill_null(False)
+    )
+    campaign = (
+        calls.filter(pl.col("campaign_id").is_not_null())
+        .group_by("date", "campaign_id")
+        .agg(pl.len().alias("attempts"), pl.col("handled").sum().alias("answered"))
+    )
+    queue = (
+        calls.filter(pl.col("queue_id").is_not_null())
+        .group_by("date", "queue_id")
+        .agg(pl.len().alias("offered"), pl.col("handled").sum().alias("answered"))
+    )
+    agents = (
+        calls.filter(pl.col("user_id").is_not_null() & pl.col("handled"))
+        .group_by("date", "user_id")
+        .agg(
+            pl.len().alias("calls"),
+            pl.col("duration_talk").sum(),
+            pl.col("duration_hold").sum(),
+            pl.col("mos").mean(),
+        )
+    )
+    convs = (
+        small.tables["cdr_conversations"]
+        .filter(pl.col("user_id").is_not_null())
+        .group_by("date", "user_id")
+        .agg(pl.len().alias("conversations"))
+    )
+    agent = agents.join(convs, on=["date", "user_id"], how="full", coalesce=True)
+    return {
+        "campaign": {
+            (r["date"], r["campaign_id"]): (
+                r["attempts"],
+                r["answered"],
+                round(r["answered"] / r["attempts"], 9),
+            )
+            for r in campaign.iter_rows(named=True)
+        },
+        "queue": {
+            (r["date"], r["queue_id"]): (
+                r["offered"],
+                r["answered"],
+                r["offered"] - r["answered"],
+                round((r["offered"] - r["answered"]) / r["offered"], 9),
+            )
+            for r in queue.iter_rows(named=True)
+        },
+        "agent": {
+            (r["date"], r["user_id"]): (
+                r["calls"] or 0,
+                r["duration_talk"] or 0.0,
+                r["duration_hold"] or 0.0,
+                None if r["mos"] is None else round(r["mos"], 9),
+                r["conversations"] or 0,
+            )
+            for r in agent.iter_rows(named=True)
+        },
+    }
+
+
+def _views(lake_dir: Path, kpi: KpiSettings) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    create_views(con, Lake(str(lake_dir)), kpi=kpi)
+    return con
+
+
+def test_the_utc_day_views_count_answered_as_the_setting_says(small: SmallWarehouse) -> None:
+    """`rpt_agent_performance`, `rpt_queue_service` and `rpt_campaign_outcomes` count a call
+    as answered by CDRHOUSE_ANSWERED_DISPOSITIONS, as the KPI views do (they counted the
+    disposition `answered` as written, whatever the setting)."""
+    kpi = KpiSettings(
+        answered_dispositions=ANSWERED_TOO, unanswered_dispositions=("busy", "failed")
+    )
+    con = _views(small.data_dir / "lake", kpi)
+    got, want = _older_views(con), _older_views_want(small, ANSWERED_TOO)
+    literal = _older_views_want(small, ("answered",))
+    for view in want:
+        assert got[view] == want[view], view
+        assert want[view] != literal[view], view  # the setting changes something here
+    # The KPI views agree: the same calls are answered in both.
+    outbound = con.execute(
+        "SELECT sum(connects) FROM rpt_outbound_kpis WHERE campaign_id IS NOT NULL"
+    ).fetchall()[0][0]
+    campaign_calls = small.tables["cdr_calls"].filter(
+        pl.col("campaign_id").is_not_null()
+        & pl.col("subtype").is_in(kpi.outbound_subtypes)
+        & pl.col("disposition").is_in(ANSWERED_TOO)
+    )
+    assert outbound == campaign_calls.height
+
+
+def test_aggregates_written_before_dispositions_were_kept_count_as_then(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    """A lake's `agg_*` days aggregated before the views kept dispositions (no such column
+    in any file): the views still build, and those days count `answered` as written."""
+    lake_dir = tmp_path / "lake"
+    shutil.copytree(small.data_dir / "lake", lake_dir)
+    for table, column in OLDER_VIEWS.items():
+        files = sorted((lake_dir / table).glob("date=*/part-0.parquet"))
+        assert files, table
+        for f in files:
+            pq.write_table(pq.read_table(f).drop_columns([column]), f)
+    kpi = KpiSettings(
+        answered_dispositions=ANSWERED_TOO, unanswered_dispositions=("busy", "failed")
+    )
+    assert _older_views(_views(lake_dir, kpi)) == _older_views_want(small, ("answered",))

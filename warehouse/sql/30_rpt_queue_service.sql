@@ -11,7 +11,7 @@
 -- @col name_snapshot: queue name at the time
 -- @col current_name: latest queue name: the latest queues snapshot, else (a deleted queue) the name the newest CDR of the queue carries
 -- @col calls_offered: calls routed to the queue
--- @col calls_answered: of those, the disposition `answered` as written (not CDRHOUSE_ANSWERED_DISPOSITIONS; `rpt_queue_kpis` follows the setting)
+-- @col calls_answered: of those, answered (an answered disposition, CDRHOUSE_ANSWERED_DISPOSITIONS); in agg_queue_service, the disposition `answered` as written (a day aggregated before `call_dispositions` existed counts that way in this view too)
 -- @col calls_unanswered: offered minus answered (not the abandonment of docs/metrics.md)
 -- @col unanswered_rate: unanswered / offered
 -- @col avg_queue_wait_s: average queue wait of calls, seconds
@@ -23,7 +23,9 @@
 -- @col resolution_breached: ... breached
 -- @col avg_reply_met: conversations with avg_reply SLA met
 -- @col avg_reply_breached: ... breached
--- Per-day pre-aggregate: its Dagster asset writes it one date partition at a time.
+-- @col call_dispositions: in `agg_queue_service` only: MAP disposition -> number of the queue's calls; the view applies the answered setting to it
+-- Per-day pre-aggregate (no setting applied): its Dagster asset writes it one date partition
+-- at a time.
 CREATE OR REPLACE VIEW agg_queue_service AS
 WITH calls AS (
     SELECT
@@ -34,7 +36,8 @@ WITH calls AS (
         count(*) AS calls_offered,
         count(*) FILTER (WHERE disposition = 'answered') AS calls_answered,
         avg(duration_queue) AS avg_queue_wait_s,
-        max(duration_queue) AS max_queue_wait_s
+        max(duration_queue) AS max_queue_wait_s,
+        CAST(histogram(disposition) AS MAP(VARCHAR, BIGINT)) AS call_dispositions
     FROM cdr_calls
     WHERE queue_id IS NOT NULL
     GROUP BY ALL
@@ -73,13 +76,30 @@ SELECT
     coalesce(v.resolution_met, 0) AS resolution_met,
     coalesce(v.resolution_breached, 0) AS resolution_breached,
     coalesce(v.avg_reply_met, 0) AS avg_reply_met,
-    coalesce(v.avg_reply_breached, 0) AS avg_reply_breached
+    coalesce(v.avg_reply_breached, 0) AS avg_reply_breached,
+    c.call_dispositions
 FROM calls c
 FULL OUTER JOIN convs v
     ON c.account_id = v.account_id AND c.date = v.date AND c.queue_id = v.queue_id;
 
 CREATE OR REPLACE VIEW rpt_queue_service AS
+WITH a AS (
+    SELECT
+        g.* EXCLUDE (call_dispositions) REPLACE (
+            -- A day aggregated before `call_dispositions` existed: its literal count, as then.
+            CASE WHEN g.call_dispositions IS NULL THEN g.calls_answered
+                 ELSE CAST(coalesce(list_sum(list_transform(
+                     list_filter(map_entries(g.call_dispositions),
+                                 lambda e: list_contains(s.answered_dispositions, e.key)),
+                     lambda e: e.value)), 0) AS BIGINT) END AS calls_answered
+        )
+    FROM agg_queue_service g
+    CROSS JOIN kpi_settings s
+)
 SELECT a.account_id, a.date, a.queue_id, a.name_snapshot, n.queue_name AS current_name,
-       a.* EXCLUDE (account_id, date, queue_id, name_snapshot)
-FROM agg_queue_service a
+       a.* EXCLUDE (account_id, date, queue_id, name_snapshot) REPLACE (
+           a.calls_offered - a.calls_answered AS calls_unanswered,
+           (a.calls_offered - a.calls_answered) / nullif(a.calls_offered, 0) AS unanswered_rate
+       )
+FROM a
 LEFT JOIN kpi_queue_names n ON n.account_id = a.account_id AND n.queue_id = a.queue_id;
