@@ -715,12 +715,18 @@ class Lake:
         return self.file_columns(table) & LANDED_COLUMNS
 
     def file_columns(self, table: str) -> frozenset[str]:
-        """The columns of this lake's newest partition file of `table` (none without one):
-        a view reads a column its files do not have yet (one added since they were written)
-        as null. One footer read."""
-        keys = self.partitions(table)
-        footer = self.partition_footer(table, keys[-1]) if keys else None
-        return top_level_names(footer)
+        """The columns of this lake's newest partition file of `table` and of the one written
+        last (none without one): a view reads a column no file has yet (one added since they
+        were written) as null. An older day landed again after an upgrade has the new column
+        while the newest day has not yet. One footer read, two when those two differ."""
+        stamps = self.stamps(table)
+        if not stamps:
+            return frozenset()
+        newest, last = max(stamps), max(stamps, key=stamps.__getitem__)
+        names = top_level_names(self.partition_footer(table, newest))
+        if last != newest:
+            names |= top_level_names(self.partition_footer(table, last))
+        return names
 
     def partition_source(self, table: str, key: str) -> str | None:
         """The source recorded in a partition file's metadata (None if absent)."""

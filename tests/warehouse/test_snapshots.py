@@ -225,3 +225,30 @@ def test_a_lake_whose_every_partition_predates_a_column_builds_its_views(tmp_pat
         assert balance.fetchall() == [("5.000000", None)]
         members = con.sql("SELECT queue_id, user_id, extra FROM queue_members")
         assert members.fetchall() == [(1, "u1", None)]
+
+
+def test_an_older_day_written_last_shows_a_column_the_newest_day_lacks(tmp_path) -> None:
+    # After an upgrade, an older day is landed again (a backfill) before the newest one: its
+    # file has the new column, the newest day's has not yet. The view read the newest file's
+    # columns only, and showed the re-landed day's values as null.
+    import os
+
+    import pyarrow.parquet as pq
+
+    from warehouse.duck import build_warehouse, connect
+    from warehouse.lake import Lake
+
+    lake = Lake(str(tmp_path / "lake"))
+    old_day, new_day = "snapshot_date=2026-11-01", "snapshot_date=2026-11-02"
+    for day in (new_day, old_day):  # the newest date first, the older one written last
+        frames = {"balance_snapshots": snapshots.balance_frame("5", AT, {"amount": "5", "c": 1})}
+        lake.write_together(day, frames, source="test")
+    newest = tmp_path / "lake" / "balance_snapshots" / new_day / "part-0.parquet"
+    pq.write_table(pq.read_table(newest).drop_columns(["extra"]), newest)
+    os.utime(newest, (1, 1))  # written before the older day (in the lake's listing too)
+    build_warehouse(tmp_path, lake.uri)
+    with connect(tmp_path) as con:
+        rows = con.sql(
+            "SELECT CAST(snapshot_date AS VARCHAR), extra FROM balance_snapshots ORDER BY 1"
+        )
+        assert rows.fetchall() == [("2026-11-01", '{"c":1}'), ("2026-11-02", None)]
