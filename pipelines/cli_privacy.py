@@ -269,7 +269,7 @@ def run(
     print(f"total: {rows} rows in {partitions} partitions changed")
     if partitions:
         # The views read the files again anyway; a partition that gained `pii_forgotten`
-        # changes which columns they take from the files (`Lake.landed_columns`).
+        # changes which columns they take from the files (`Lake.file_columns`).
         build_warehouse(data_dir, root.uri)
     if clear:
         # Erased where tokens are; not where the number itself is: not done, so not 0.

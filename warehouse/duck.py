@@ -60,7 +60,13 @@ from warehouse.analyst import default_lake_uri as default_lake_uri
 from warehouse.analyst import read_whole
 from warehouse.analyst import warehouse_lake_uri as warehouse_lake_uri
 from warehouse.interrupt import interruptible
-from warehouse.kpi import KpiSettings, account_settings_sql, settings_view_sql, zones_json
+from warehouse.kpi import (
+    ANSWERED_CALLS_MACRO,
+    KpiSettings,
+    account_settings_sql,
+    settings_view_sql,
+    zones_json,
+)
 from warehouse.lake import (
     ACCOUNT_COLUMN,
     DEFAULT_ACCOUNT,
@@ -226,6 +232,7 @@ def create_views(
     (`account_settings`; an account not in it uses `kpi.timezone`)."""
     register_lake(con, lake)
     con.execute(settings_view_sql(kpi or KpiSettings()))
+    con.execute(ANSWERED_CALLS_MACRO)  # (the UTC-day views' answered counts)
     con.execute(account_settings_sql(account_zones or {}))
     for spec in ALL_TABLES:
         name = view_name(spec)

@@ -96,6 +96,18 @@ def settings_view_sql(kpi: KpiSettings) -> str:
     )
 
 
+# The answered calls of a disposition -> calls map (a pre-aggregate's), under the answered
+# setting; a day aggregated before the map was kept has none: its literal count, as then.
+ANSWERED_CALLS_MACRO = """
+CREATE OR REPLACE MACRO answered_calls(by_disposition, literal, answered_dispositions) AS
+    CASE WHEN by_disposition IS NULL THEN literal
+         ELSE CAST(coalesce(list_sum(list_transform(
+             list_filter(map_entries(by_disposition),
+                         lambda e: list_contains(answered_dispositions, e.key)),
+             lambda e: e.value)), 0) AS BIGINT) END
+"""
+
+
 def account_settings_sql(zones: Mapping[str, str]) -> str:
     """`account_settings`: one row per configured account, its business day's zone (the
     accounts file's `timezone`). The KPI views take an account's zone from here, and

@@ -708,12 +708,6 @@ class Lake:
         if current != source:
             raise LakeSourceConflict.between(source, str(current), self.uri, self.account_id)
 
-    def landed_columns(self, table: str) -> frozenset[str]:
-        """Which of the privacy stage's columns (`LANDED_COLUMNS`) this lake's newest partition
-        of `table` holds (none for a lake landed under `raw`): views read those, and show the
-        others as null. One footer read."""
-        return self.file_columns(table) & LANDED_COLUMNS
-
     def file_columns(self, table: str) -> frozenset[str]:
         """The columns of this lake's newest partition file of `table` and of the one written
         last (none without one): a view reads a column no file has yet (one added since they

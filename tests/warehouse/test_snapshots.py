@@ -252,3 +252,22 @@ def test_an_older_day_written_last_shows_a_column_the_newest_day_lacks(tmp_path)
             "SELECT CAST(snapshot_date AS VARCHAR), extra FROM balance_snapshots ORDER BY 1"
         )
         assert rows.fetchall() == [("2026-11-01", '{"c":1}'), ("2026-11-02", None)]
+
+
+def test_a_damaged_file_written_last_is_named_when_the_views_are_built(tmp_path) -> None:
+    # The views read the footer of the partition written last too (not only the newest's):
+    # a damaged one is named, as the views' other reads name it, not a bare Arrow error.
+    import pytest
+
+    from warehouse.duck import build_warehouse
+    from warehouse.lake import Lake
+    from warehouse.stores import UnreadablePartitions
+
+    lake = Lake(str(tmp_path / "lake"))
+    for day in ("snapshot_date=2026-11-02", "snapshot_date=2026-11-01"):
+        frames = {"balance_snapshots": snapshots.balance_frame("5", AT, {"amount": "5"})}
+        lake.write_together(day, frames, source="test")
+    damaged = tmp_path / "lake/balance_snapshots/snapshot_date=2026-11-01/part-0.parquet"
+    damaged.write_bytes(damaged.read_bytes()[:50])
+    with pytest.raises(UnreadablePartitions, match="snapshot_date=2026-11-01"):
+        build_warehouse(tmp_path, lake.uri)

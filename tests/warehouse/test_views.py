@@ -12,11 +12,11 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from warehouse.duck import connect, create_views
+from warehouse.duck import connect, create_views, write_aggregates
 from warehouse.kpi import KpiSettings
-from warehouse.lake import Lake
+from warehouse.lake import Lake, partition_key
 
-from .conftest import SmallWarehouse
+from .conftest import START, SmallWarehouse
 
 
 @pytest.fixture(scope="module")
@@ -288,9 +288,11 @@ def _older_views(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple, tuple]
     }
 
 
-def _older_views_want(small: SmallWarehouse, answered: tuple[str, ...]) -> dict[str, dict]:
+def _older_views_want(
+    tables: dict[str, pl.DataFrame], answered: tuple[str, ...]
+) -> dict[str, dict]:
     """The three UTC-day views' answered columns, computed here from the CDR rows."""
-    calls = small.tables["cdr_calls"].with_columns(
+    calls = tables["cdr_calls"].with_columns(
         handled=pl.col("disposition").is_in(answered).fill_null(False)
     )
     campaign = (
@@ -314,7 +316,7 @@ def _older_views_want(small: SmallWarehouse, answered: tuple[str, ...]) -> dict[
         )
     )
     convs = (
-        small.tables["cdr_conversations"]
+        tables["cdr_conversations"]
         .filter(pl.col("user_id").is_not_null())
         .group_by("date", "user_id")
         .agg(pl.len().alias("conversations"))
@@ -365,8 +367,8 @@ def test_the_utc_day_views_count_answered_as_the_setting_says(small: SmallWareho
         answered_dispositions=ANSWERED_TOO, unanswered_dispositions=("busy", "failed")
     )
     con = _views(small.data_dir / "lake", kpi)
-    got, want = _older_views(con), _older_views_want(small, ANSWERED_TOO)
-    literal = _older_views_want(small, ("answered",))
+    got, want = _older_views(con), _older_views_want(small.tables, ANSWERED_TOO)
+    literal = _older_views_want(small.tables, ("answered",))
     for view in want:
         assert got[view] == want[view], view
         assert want[view] != literal[view], view  # the setting changes something here
@@ -397,4 +399,33 @@ def test_aggregates_written_before_dispositions_were_kept_count_as_then(
     kpi = KpiSettings(
         answered_dispositions=ANSWERED_TOO, unanswered_dispositions=("busy", "failed")
     )
-    assert _older_views(_views(lake_dir, kpi)) == _older_views_want(small, ("answered",))
+    assert _older_views(_views(lake_dir, kpi)) == _older_views_want(small.tables, ("answered",))
+
+
+def test_odd_dispositions_from_the_api_land_and_count_by_the_setting(
+    small: SmallWarehouse, tmp_path: Path
+) -> None:
+    """A server sending calls without a disposition, with an empty one, or one with a quote
+    in it: the day's aggregates are written, the views build, and each call counts by the
+    setting (a null disposition is never answered)."""
+    lake_dir = tmp_path / "lake"
+    shutil.copytree(small.data_dir / "lake", lake_dir)
+    lake = Lake(str(lake_dir))
+    key = partition_key("date", START)
+    calls = lake.read("cdr_calls", key)
+    assert calls is not None
+    odd = ["it's odd", None, "", "it's odd", None]
+    rows = calls.with_row_index("_n").filter(
+        pl.col("campaign_id").is_not_null() | pl.col("queue_id").is_not_null()
+    )["_n"][: len(odd)]
+    dispositions = calls["disposition"].scatter(rows, pl.Series(odd, dtype=pl.String()))
+    calls = calls.with_columns(dispositions)
+    lake.write("cdr_calls", key, calls)
+    write_aggregates(lake, key)
+    tables = dict(small.tables)
+    tables["cdr_calls"] = pl.concat(
+        [calls, small.tables["cdr_calls"].filter(pl.col("date") != START)], how="vertical_relaxed"
+    )
+    answered = ("answered", "it's odd")
+    kpi = KpiSettings(answered_dispositions=answered, unanswered_dispositions=("busy", "failed"))
+    assert _older_views(_views(lake_dir, kpi)) == _older_views_want(tables, answered)

@@ -86,12 +86,8 @@ CREATE OR REPLACE VIEW rpt_queue_service AS
 WITH a AS (
     SELECT
         g.* EXCLUDE (call_dispositions) REPLACE (
-            -- A day aggregated before `call_dispositions` existed: its literal count, as then.
-            CASE WHEN g.call_dispositions IS NULL THEN g.calls_answered
-                 ELSE CAST(coalesce(list_sum(list_transform(
-                     list_filter(map_entries(g.call_dispositions),
-                                 lambda e: list_contains(s.answered_dispositions, e.key)),
-                     lambda e: e.value)), 0) AS BIGINT) END AS calls_answered
+            answered_calls(g.call_dispositions, g.calls_answered, s.answered_dispositions)
+                AS calls_answered
         )
     FROM agg_queue_service g
     CROSS JOIN kpi_settings s

@@ -35,12 +35,7 @@ CREATE OR REPLACE VIEW rpt_campaign_outcomes AS
 WITH a AS (
     SELECT
         g.* EXCLUDE (answered, answer_rate, dispositions),
-        -- A day aggregated before `dispositions` existed: its literal count, as then.
-        CASE WHEN g.dispositions IS NULL THEN g.answered
-             ELSE CAST(coalesce(list_sum(list_transform(
-                 list_filter(map_entries(g.dispositions),
-                             lambda e: list_contains(s.answered_dispositions, e.key)),
-                 lambda e: e.value)), 0) AS BIGINT) END AS answered
+        answered_calls(g.dispositions, g.answered, s.answered_dispositions) AS answered
     FROM agg_campaign_outcomes g
     CROSS JOIN kpi_settings s
 )
