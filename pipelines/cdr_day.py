@@ -44,7 +44,6 @@ from pipelines.progress import progress_lines
 from pipelines.resources import ContactCenterResource
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
-from warehouse.interrupt import held_signals
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import NormalizedTables, normalize_decoded
 from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
@@ -470,7 +469,7 @@ def land_day(
     # Exited last: from the checks' pass until every table of the day is renamed into place,
     # Ctrl-C or SIGTERM waits (between two renames, it would leave the day's tables from two
     # fetches; a step retry used to mend that, an interrupted `cdrhouse ingest` no longer
-    # retries).
+    # retries), and so does another run's publish of the day (`Lake.publishing`).
     publishing = ExitStack()
     with publishing, lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
         try:
@@ -488,7 +487,7 @@ def land_day(
                     day.close()
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
-                publishing.enter_context(held_signals())
+                publishing.enter_context(lake.publishing(key))
         except Withheld:
             raw.reject()
             for table in tables:
@@ -533,8 +532,9 @@ def renormalize_day(
     lake.check_landing(privacy.key_check)
     stats = DayStats()
     checks = DayChecks(partition)
+    publishing = ExitStack()  # as in `land_day`: exited once every table is published
     try:
-        with _table_writers(lake, key, tables, source, privacy.key_check) as writers:
+        with publishing, _table_writers(lake, key, tables, source, privacy.key_check) as writers:
             # The records were rewritten when they landed; the typed values follow them (and
             # the forget-list, if it grew since).
             pz = Pseudonymizer.for_lake(privacy, lake, landed=True)
@@ -547,6 +547,7 @@ def renormalize_day(
             day.flush()
             if not checks.whole(stats.rows, None):
                 raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
+            publishing.enter_context(lake.publishing(key))
     except Withheld:
         for table in tables:
             stats.counts.pop(table, None)

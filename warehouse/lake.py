@@ -66,6 +66,7 @@ from models.timestamps import iso_ms
 from warehouse.interrupt import held_signals
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
+    LOCK_DIR,
     PART_FILE,
     TMP_DIR,
     LocalStore,
@@ -119,9 +120,10 @@ STALE_TMP_SECONDS = 6 * 3600
 
 
 # The files a lake writes (relative to its root): a partition or a rejected day, its source
-# marker, a writer's temp file; at the root, the same inside an account's sub-lake.
+# marker, a writer's temp file, a publish lock; at the root, the same inside an account's
+# sub-lake.
 _LAKE_FILE = (
-    rf"(?:{re.escape(MARKER_FILE)}|{TMP_DIR}/.+"
+    rf"(?:{re.escape(MARKER_FILE)}|{TMP_DIR}/.+|{LOCK_DIR}/[^/]+"
     rf"|(?:{REJECTED_DIR}/)?[a-z0-9_]+/[a-z0-9_]+=[^/]+/{re.escape(PART_FILE)})"
 )
 _ROOT_FILE = re.compile(rf"(?:{re.escape(ACCOUNT_DIR_PREFIX)}[a-z0-9_]{{1,63}}/)?{_LAKE_FILE}")
@@ -806,7 +808,19 @@ class Lake:
         with publishing, contextlib.ExitStack() as writers:
             for table, frame in frames.items():
                 writers.enter_context(self.writer(table, key, source=source)).write(frame)
-            publishing.enter_context(held_signals())  # released once the last one is published
+            publishing.enter_context(self.publishing(key))  # until the last one is published
+
+    @contextlib.contextmanager
+    def publishing(self, key: str) -> Iterator[None]:
+        """Entered when a partition key's files are written, exited once every one of them is
+        published (renamed into place): SIGINT and SIGTERM are held (`held_signals`), and a
+        second run publishing the same key waits for the first's publish to end (the store's
+        `lock`), so the key's tables are all of one run. Two runs of one day (a UI backfill
+        over the nightly's lookback days) used to publish in turns, table by table: the day's
+        `raw_cdrs` of one fetch beside its `cdrs` of the other. Held between the processes
+        of one host; an object-store lake's runs in other pods are not held back."""
+        with self.store.lock(key), held_signals():
+            yield
 
     # --- reading --------------------------------------------------------------------------
 

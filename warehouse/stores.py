@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -35,6 +37,12 @@ PART_FILE = "part-0.parquet"
 # An account's sub-lake, under the lake root (`warehouse.lake.Lake.account`).
 ACCOUNT_DIR_PREFIX = "account_id="
 TMP_DIR = "_tmp"
+# A lake's publish locks (`Lake.publishing`): one empty file per partition key, never deleted
+# while the lake is in use (a name another process may hold).
+LOCK_DIR = "_locks"
+# Where an object-store lake's publish locks are: the host's, so they hold only between the
+# processes of one host (runs in other pods are not held back).
+HOST_LOCK_DIR = "cdrhouse-locks"
 LOCAL_SCHEMES = ("", "file")
 # Object stores a lake may live on, and the fsspec package each needs.
 OBJECT_SCHEMES = {
@@ -293,6 +301,19 @@ def probe_directory(path: Path, what: str) -> None:
             probe.unlink()
 
 
+@contextlib.contextmanager
+def hold_lock(path: Path) -> Iterator[None]:
+    """An exclusive `flock` on `path` (created if missing), waited for; released at the end,
+    or by the kernel when the process dies (a killed run never leaves it held)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 class LocalStore:
     """A directory tree; publish is fsync + `os.replace`."""
 
@@ -380,6 +401,10 @@ class LocalStore:
 
     def spool_dir(self) -> Path:
         return self.root / TMP_DIR
+
+    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Held by one process at a time, whichever host mounts the lake (NFS too)."""
+        return hold_lock(self.root / LOCK_DIR / f"{name}.lock")
 
     def probe(self) -> None:
         """Raise `StoreSetupError` unless the lake's directory can be created and written."""
@@ -547,6 +572,12 @@ class ObjectStore:
 
     def spool_dir(self) -> Path:
         return Path(tempfile.gettempdir()) / SPOOL_DIR
+
+    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Held by one process of this host at a time (an object store has no lock of its
+        own); outside the spool, whose stale entries are deleted."""
+        lake = hashlib.sha256(f"{self.protocol}://{self.path}".encode()).hexdigest()[:16]
+        return hold_lock(Path(tempfile.gettempdir()) / HOST_LOCK_DIR / lake / f"{name}.lock")
 
     def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         """Raise `StoreSetupError` unless the bucket exists, the credentials are accepted and

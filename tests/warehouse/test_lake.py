@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors.sandbox.generator import Dataset
+from tests.support.publisher import heard, publisher, say, stop
 from tests.warehouse.conftest import write_day
-from warehouse.lake import Lake, partition_key
+from warehouse.lake import Lake, lake_file, partition_key
 from warehouse.snapshots import users_frames
 from warehouse.stores import root_from_uri
 
@@ -287,3 +288,75 @@ def test_a_signal_at_any_moment_leaves_a_family_from_one_reading(tmp_path) -> No
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert interrupted == 100  # every signal landed, each while armed
+
+
+def _family_runs(lake: Lake, key: str) -> set[str]:
+    """The runs (`a`, `b`) whose rows the key's users family holds, every table."""
+    runs: set[str] = set()
+    for table, column in (
+        ("users", "id"),
+        ("user_teams", "user_id"),
+        ("user_queues", "user_id"),
+        ("user_skills", "user_id"),
+    ):
+        frame = lake.read(table, key)
+        assert frame is not None, table
+        runs |= {v.split("-")[0] for v in frame[column].to_list()}
+    return runs
+
+
+def test_two_processes_publishing_one_key_at_once_leave_it_of_one_run(tmp_path) -> None:
+    # Two runs of one day (a UI backfill over the nightly's lookback days) finish together:
+    # each publishes its tables one after the other, and their renames used to take turns,
+    # leaving the day's tables some of one run and some of the other. 30 rounds, both told
+    # at once to publish; after each, every table of the family is of one run.
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    a, b = publisher(tmp_path, key, "a"), publisher(tmp_path, key, "b")
+    try:
+        mixed = []
+        for n in range(30):
+            say(a, str(n))
+            say(b, str(n))
+            assert (heard(a), heard(b)) == ("done", "done")
+            runs = _family_runs(lake, key)
+            if len(runs) != 1:
+                mixed.append((n, sorted(runs)))
+        assert mixed == []
+    finally:
+        stop(a, b)
+
+
+def test_a_publish_waits_while_another_process_publishes_the_same_key(tmp_path) -> None:
+    lake = Lake(str(tmp_path))
+    key, other = "snapshot_date=2026-11-20", "snapshot_date=2026-11-21"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+    holder = publisher(tmp_path, key, "h")
+    try:
+        say(holder, "hold")
+        assert heard(holder) == "held"
+        # Another key is not held back.
+        lake.write_together(other, users_frames([{"id": "o-1"}], [], at), source="test")
+        assert lake.exists("users", other)
+        writing = threading.Thread(
+            target=lake.write_together,
+            args=(key, users_frames([{"id": "w-1"}], [], at)),
+            kwargs={"source": "test"},
+        )
+        writing.start()
+        writing.join(timeout=2.0)
+        assert writing.is_alive()  # waiting for the holder's publish to end
+        assert not lake.exists("users", key)
+        say(holder, "release")
+        assert heard(holder) == "done"
+        writing.join(timeout=30)
+        assert not writing.is_alive()
+        users = lake.read("users", key)
+        assert users is not None
+        assert users["id"].to_list() == ["w-1"]
+    finally:
+        stop(holder)
+    # The lock file is the lake's own: a reset takes it with the rest.
+    assert (tmp_path / "_locks" / f"{key}.lock").exists()
+    assert lake_file(f"_locks/{key}.lock")
+    assert lake_file(f"account_id=east/_locks/{key}.lock")

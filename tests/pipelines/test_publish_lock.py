@@ -1,0 +1,87 @@
+"""Two runs of one day: the second's publish waits for the first's (`Lake.publishing`), so the
+day's tables are all of one fetch. The other run here is a process holding the day's publish."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from pipelines.cdr_day import DayStats, land_day, renormalize_day
+from pipelines.checks import DayChecks
+from tests.support.clock import SessionClock
+from tests.support.publisher import heard, publisher, say, stop
+from tests.support.served import ServedSandbox
+from warehouse.lake import Lake
+from warehouse.privacy import RAW
+
+
+def _spooled(lake_root: Path, key: str) -> list[Path]:
+    spool = lake_root / "_tmp"
+    return [p for p in spool.iterdir() if f".{key}." in p.name] if spool.is_dir() else []
+
+
+def _cdrs_file(lake_root: Path, key: str) -> int | None:
+    """The day's published `cdrs` file, as its modification time (None: not published)."""
+    path = lake_root / "cdrs" / key / "part-0.parquet"
+    return path.stat().st_mtime_ns if path.exists() else None
+
+
+def _waits_at_publish(lake_root: Path, key: str, work: threading.Thread) -> None:
+    """`work` wrote its files and waits to publish them: the day's `cdrs` is as before."""
+    before = _cdrs_file(lake_root, key)
+    deadline = time.monotonic() + 120
+    while len(_spooled(lake_root, key)) < 2 and time.monotonic() < deadline:
+        assert work.is_alive()
+        time.sleep(0.05)
+    work.join(timeout=2.0)
+    assert work.is_alive()
+    assert _cdrs_file(lake_root, key) == before
+
+
+def test_a_day_is_published_only_once_another_runs_publish_of_it_ends(
+    served: ServedSandbox, clock: SessionClock, tmp_path: Path
+) -> None:
+    day = clock.days_ago(2).isoformat()
+    key = f"date={day}"
+    root = tmp_path / "lake"
+    lake = Lake(str(root))
+    holder = publisher(root, key, "other")
+    results: list[tuple[DayStats, DayChecks]] = []
+    try:
+        say(holder, "hold")
+        assert heard(holder) == "held"
+        landing = threading.Thread(
+            target=lambda: results.append(
+                land_day(served.resource(), lake, logging.getLogger("test"), day, privacy=RAW)
+            )
+        )
+        landing.start()
+        _waits_at_publish(root, key, landing)
+        say(holder, "release")
+        assert heard(holder) == "done"
+        landing.join(timeout=60)
+        assert not landing.is_alive()
+        stats, checks = results[0]
+        assert checks.whole(stats.rows, stats.api_total)
+        cdrs = lake.read("cdrs", key)
+        assert cdrs is not None
+        assert cdrs.height == stats.rows > 0
+
+        # Normalizing the day again from its raw_cdrs waits the same way.
+        say(holder, "hold")
+        assert heard(holder) == "held"
+        renormalizing = threading.Thread(
+            target=lambda: results.append(renormalize_day(lake, day, privacy=RAW))
+        )
+        before = _cdrs_file(root, key)
+        renormalizing.start()
+        _waits_at_publish(root, key, renormalizing)
+        say(holder, "release")
+        assert heard(holder) == "done"
+        renormalizing.join(timeout=60)
+        assert not renormalizing.is_alive()
+        assert _cdrs_file(root, key) != before
+    finally:
+        stop(holder)
