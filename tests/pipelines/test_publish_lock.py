@@ -4,8 +4,10 @@ day's tables are all of one fetch. The other run here is a process holding the d
 from __future__ import annotations
 
 import logging
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.cdr_day import DayStats, land_day, renormalize_day
@@ -28,16 +30,28 @@ def _cdrs_file(lake_root: Path, key: str) -> int | None:
     return path.stat().st_mtime_ns if path.exists() else None
 
 
-def _waits_at_publish(lake_root: Path, key: str, work: threading.Thread) -> None:
-    """`work` wrote its files and waits to publish them: the day's `cdrs` is as before."""
+def _published_once_released(
+    lake_root: Path, key: str, holder: subprocess.Popen[str], work: Callable[[], object]
+) -> None:
+    """`holder` holds the key's publish while `work` runs on a thread: `work` writes its files,
+    then waits (the day's `cdrs` as before) until `holder` lets go, and then ends."""
+    say(holder, "hold")
+    assert heard(holder) == "held"
     before = _cdrs_file(lake_root, key)
+    thread = threading.Thread(target=work)
+    thread.start()
     deadline = time.monotonic() + 120
     while len(_spooled(lake_root, key)) < 2 and time.monotonic() < deadline:
-        assert work.is_alive()
+        assert thread.is_alive()
         time.sleep(0.05)
-    work.join(timeout=2.0)
-    assert work.is_alive()
+    thread.join(timeout=2.0)
+    assert thread.is_alive()
     assert _cdrs_file(lake_root, key) == before
+    say(holder, "release")
+    assert heard(holder) == "done"
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert _cdrs_file(lake_root, key) != before
 
 
 def test_a_day_is_published_only_once_another_runs_publish_of_it_ends(
@@ -50,38 +64,22 @@ def test_a_day_is_published_only_once_another_runs_publish_of_it_ends(
     holder = publisher(root, key, "other")
     results: list[tuple[DayStats, DayChecks]] = []
     try:
-        say(holder, "hold")
-        assert heard(holder) == "held"
-        landing = threading.Thread(
-            target=lambda: results.append(
-                land_day(served.resource(), lake, logging.getLogger("test"), day, privacy=RAW)
-            )
+        log = logging.getLogger("test")
+        _published_once_released(
+            root,
+            key,
+            holder,
+            lambda: results.append(land_day(served.resource(), lake, log, day, privacy=RAW)),
         )
-        landing.start()
-        _waits_at_publish(root, key, landing)
-        say(holder, "release")
-        assert heard(holder) == "done"
-        landing.join(timeout=60)
-        assert not landing.is_alive()
         stats, checks = results[0]
         assert checks.whole(stats.rows, stats.api_total)
         cdrs = lake.read("cdrs", key)
         assert cdrs is not None
         assert cdrs.height == stats.rows > 0
-
         # Normalizing the day again from its raw_cdrs waits the same way.
-        say(holder, "hold")
-        assert heard(holder) == "held"
-        renormalizing = threading.Thread(
-            target=lambda: results.append(renormalize_day(lake, day, privacy=RAW))
+        _published_once_released(
+            root, key, holder, lambda: results.append(renormalize_day(lake, day, privacy=RAW))
         )
-        before = _cdrs_file(root, key)
-        renormalizing.start()
-        _waits_at_publish(root, key, renormalizing)
-        say(holder, "release")
-        assert heard(holder) == "done"
-        renormalizing.join(timeout=60)
-        assert not renormalizing.is_alive()
-        assert _cdrs_file(root, key) != before
+        assert len(results) == 2
     finally:
         stop(holder)
