@@ -32,6 +32,7 @@ Partitions are read a row group at a time, and searched first with the string co
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -198,8 +199,9 @@ def erase_partition(lake: Lake, table: str, key: str, token: str, *, rejected: b
 
     A day landing may replace the partition while it is rewritten: publishing the rewrite
     would then put back the older rows. So the rewrite is published only if the partition is
-    still the one read (checked just before; the window left is that check's), else done again
-    on the new one."""
+    still the one read, else done again on the new one; the check and the publish are made
+    under the key's publish lock (`Lake.publishing`), so no run of the day publishes between
+    them."""
     for _ in range(ATTEMPTS):
         try:
             return _erase(lake, table, key, token, rejected=rejected)
@@ -235,14 +237,18 @@ def _erase(lake: Lake, table: str, key: str, token: str, *, rejected: bool) -> i
         out = out.append(pa.field(FORGOTTEN, pa.bool_()))
     flag = pl.col(FORGOTTEN) if FORGOTTEN in schema.names else pl.lit(False)
     changed = 0
+    publishing = contextlib.ExitStack()  # exited once the rewrite is published (or dropped)
     # The source the file records (the partition's, `Lake.partition_source`), kept.
-    with lake.writer(
-        table,
-        key,
-        out,
-        source=footer_source(parquet.metadata),
-        key_check=footer_key_check(parquet.metadata),
-    ) as writer:
+    with (
+        publishing,
+        lake.writer(
+            table,
+            key,
+            out,
+            source=footer_source(parquet.metadata),
+            key_check=footer_key_check(parquet.metadata),
+        ) as writer,
+    ):
         if rejected:
             writer.reject()
         for g in groups:
@@ -268,6 +274,7 @@ def _erase(lake: Lake, table: str, key: str, token: str, *, rejected: bool) -> i
                 pl.when(at).then(True).otherwise(flag).alias(FORGOTTEN),
             )
             writer.write(frame)
+        publishing.enter_context(lake.publishing(key))
         if _version(_footer(lake, table, key, rejected=rejected)) != _version(parquet.metadata):
             raise _Replaced  # inside the writer: the rewrite is dropped, not published
     return changed

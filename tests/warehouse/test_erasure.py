@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from pipelines.cdr_day import renormalize_day
@@ -25,7 +28,7 @@ from tests.support.token_lake import (
     holding,
     land,
 )
-from warehouse.erasure import PERSON_TABLES, forget
+from warehouse.erasure import PERSON_TABLES, erase_partition, forget
 from warehouse.lake import FORGET_LIST, Lake
 from warehouse.privacy import FORGOTTEN, RAW, phone_token
 
@@ -231,3 +234,44 @@ def test_normalizing_the_erased_day_again_from_the_lake_keeps_it_erased(
     for table in PERSON_TABLES:
         ids = set(_frames(lake, table, f"date={DAY1}")["id"])
         assert again[table] == {(f"date={DAY1}", i) for i in erased & ids}, table
+
+
+def test_an_erasure_waits_for_a_run_publishing_the_day_and_erases_what_it_published(
+    tmp_path: Path,
+) -> None:
+    # The erasure checks that the partition is still the one it read, then publishes its
+    # rewrite. A run publishing the day between the two would have its rows replaced by the
+    # older rewrite: now both happen under the day's publish lock, which such a run holds.
+    lake = Lake(str(tmp_path))
+    key = "date=2026-11-20"
+    token = "ab" * 32
+    schema = pa.schema([("id", pa.string()), ("caller", pa.string())])
+
+    def publish(ids: list[str], callers: list[str]) -> None:
+        with lake.writer("people", key, schema, source="test") as writer:
+            writer.write(pl.DataFrame({"id": ids, "caller": callers}))
+
+    publish(["1", "2"], [token, "other"])
+    erased: list[int] = []
+    erasing = threading.Thread(
+        target=lambda: erased.append(erase_partition(lake, "people", key, token))
+    )
+    with lake.publishing(key):  # another run is publishing the day
+        erasing.start()
+        deadline = time.monotonic() + 60
+        while erasing.is_alive() and not any((tmp_path / "_tmp").glob(f"people.{key}.*")):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        erasing.join(timeout=1.0)
+        assert erasing.is_alive()  # its rewrite is written; it waits to check and publish
+        publish(["1", "2", "3"], [token, "other", token])  # that run's fetch: a late record
+    erasing.join(timeout=60)
+    assert not erasing.is_alive()
+    people = lake.read("people", key)
+    assert people is not None
+    assert people.select("id", "caller", FORGOTTEN).rows() == [
+        ("1", None, True),
+        ("2", "other", False),
+        ("3", None, True),
+    ]
+    assert erased == [2]
