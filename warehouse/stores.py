@@ -21,6 +21,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,6 +44,8 @@ LOCK_DIR = "_locks"
 # Where an object-store lake's publish locks are: the host's, so they hold only between the
 # processes of one host (runs in other pods are not held back).
 HOST_LOCK_DIR = "cdrhouse-locks"
+# How often a publish waiting for another's tries the lock again.
+LOCK_POLL_S = 0.05
 LOCAL_SCHEMES = ("", "file")
 # Object stores a lake may live on, and the fsspec package each needs.
 OBJECT_SCHEMES = {
@@ -308,7 +311,14 @@ def hold_lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # Not a blocking flock: Ctrl-C or SIGTERM taken by another thread of the
+                # process (polars', Arrow's) would not end it, and the wait could be endless.
+                time.sleep(LOCK_POLL_S)
         yield
     finally:
         os.close(fd)

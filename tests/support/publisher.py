@@ -10,7 +10,10 @@ from pathlib import Path
 # A process that publishes a users family into the lake whenever it reads a line: `<n>` (the
 # reading's number) or `hold` (it enters `Lake.publishing` and stays until the next line).
 _PUBLISHER = """
-import datetime as dt, sys
+import datetime as dt, signal, sys
+# Ctrl-C raises, even where the test's own process was started with SIGINT ignored; set before
+# polars and Arrow load, as a command's handler is.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from warehouse.lake import Lake
 from warehouse.snapshots import users_frames
 

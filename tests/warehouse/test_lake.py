@@ -360,3 +360,27 @@ def test_a_publish_waits_while_another_process_publishes_the_same_key(tmp_path) 
     assert (tmp_path / "_locks" / f"{key}.lock").exists()
     assert lake_file(f"_locks/{key}.lock")
     assert lake_file(f"account_id=east/_locks/{key}.lock")
+
+
+def test_ctrl_c_while_waiting_to_publish_stops_at_once_and_publishes_nothing(tmp_path) -> None:
+    # A run waiting for another's publish of the day (hung, say) must still stop on Ctrl-C
+    # or SIGTERM: a blocking flock was not interrupted by a signal another thread took.
+    key = "snapshot_date=2026-11-20"
+    holder = publisher(tmp_path, key, "h")
+    waiter = publisher(tmp_path, key, "w")
+    try:
+        say(holder, "hold")
+        assert heard(holder) == "held"
+        say(waiter, "1")
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "_tmp").glob(f"*.{key}.*")):  # its files are written
+            assert time.monotonic() < deadline
+            assert waiter.poll() is None
+            time.sleep(0.02)
+        time.sleep(0.5)  # in the wait for the lock
+        waiter.send_signal(signal.SIGINT)
+        assert waiter.wait(timeout=10) != 0
+        assert not (tmp_path / "users" / key).exists()
+        assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
+    finally:
+        stop(holder, waiter)
