@@ -316,8 +316,8 @@ def hold_lock(path: Path) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                # Not a blocking flock: Ctrl-C or SIGTERM taken by another thread of the
-                # process (polars', Arrow's) would not end it, and the wait could be endless.
+                # Not a blocking flock: Ctrl-C did not end one in a process whose handler was
+                # set before polars and Arrow loaded, and a hung holder would hold it forever.
                 time.sleep(LOCK_POLL_S)
         yield
     finally:
