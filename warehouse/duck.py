@@ -306,13 +306,16 @@ def _day_sources(lake: Lake, key: str) -> Iterator[Lake]:
     one) made it read one version's footer and another's pages ("TProtocolException: Invalid
     data"), and mix versions across the sources. A local lake's copy is hard links (no bytes
     copied); an object store's is one download each, where DuckDB over fsspec made four HEADs
-    and a GET per open: ~180 requests a day on moto."""
+    and a GET per open: ~180 requests a day on moto. The copies are made under the day's
+    publish lock (`Lake.lock`): a run publishing the day meanwhile would otherwise leave the
+    copy with `cdrs` of one version and `cdr_calls` of the next."""
     spool = lake.store.spool_dir()
     spool.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aggregate-day-", dir=spool) as tmp:
         copy = Lake(Path(tmp).as_uri(), account_id=lake.account_id)
-        for table in AGG_SOURCES:
-            lake.copy_partition(table, key, copy)
+        with lake.lock(key):
+            for table in AGG_SOURCES:
+                lake.copy_partition(table, key, copy)
         yield copy
 
 

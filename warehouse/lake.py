@@ -819,8 +819,13 @@ class Lake:
         over the nightly's lookback days) used to publish in turns, table by table: the day's
         `raw_cdrs` of one fetch beside its `cdrs` of the other. Held between the processes
         of one host; an object-store lake's runs in other pods are not held back."""
-        with self.store.lock(key), held_signals():
+        with self.lock(key), held_signals():
             yield
+
+    def lock(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """The key's publish lock alone (no signal held): while it is held, no run publishes
+        the key, so what is read of its tables is of one version."""
+        return self.store.lock(key)
 
     # --- reading --------------------------------------------------------------------------
 

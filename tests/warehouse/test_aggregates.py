@@ -4,6 +4,7 @@ read by the reports, and follow a day's partitions when that day is aggregated a
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 
 import polars as pl
@@ -11,6 +12,7 @@ from polars.testing import assert_frame_equal
 
 from models.tables import CDR_SMS, CDRS
 from warehouse.duck import (
+    AggregateDay,
     build_warehouse,
     built_fingerprint,
     connect,
@@ -131,3 +133,31 @@ def test_a_day_replaced_while_it_is_aggregated_is_read_whole(tmp_path) -> None:
     assert replaced.times > runs  # the day was replaced during (nearly) every aggregation
     # Nothing of the copies is left behind.
     assert not list((tmp_path / "lake" / "_tmp").glob("aggregate-day-*"))
+
+
+def test_a_day_is_aggregated_from_one_version_of_its_tables(tmp_path) -> None:
+    """The day's sources are copied under its publish lock: while a run publishes the day
+    (here the test holds the lock, as such a run does), the aggregation waits for it, then
+    reads what it published, never `cdrs` of one version beside `cdr_calls` of the next."""
+    small = build_small(tmp_path)
+    key = partition_key("date", START)
+    calls = small.lake.read("cdr_calls", key)
+    assert calls is not None
+    gone = calls["id"].head(10).implode()
+    days: list[AggregateDay] = []
+    aggregating = threading.Thread(target=lambda: days.append(write_aggregates(small.lake, key)))
+    with small.lake.publishing(key):
+        aggregating.start()
+        aggregating.join(timeout=2.0)
+        assert aggregating.is_alive()
+        # That run's fetch of the day has 10 calls fewer: its cdrs, then its cdr_calls.
+        for table in ("cdrs", "cdr_calls"):
+            frame = small.lake.read(table, key)
+            assert frame is not None
+            small.lake.write(table, key, frame.filter(~pl.col("id").is_in(gone)))
+    aggregating.join(timeout=60)
+    assert not aggregating.is_alive()
+    assert days[0].cdrs_rows == 790
+    volume = pl.from_arrow(days[0].tables["agg_daily_volume"])
+    assert isinstance(volume, pl.DataFrame)
+    assert volume.filter(pl.col("type") == "call")["cdrs"].sum() == calls.height - 10
