@@ -21,6 +21,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -304,10 +305,17 @@ def probe_directory(path: Path, what: str) -> None:
             probe.unlink()
 
 
+_held = threading.local()  # the lock paths this thread holds
+
+
 @contextlib.contextmanager
 def hold_lock(path: Path) -> Iterator[None]:
     """An exclusive `flock` on `path` (created if missing), waited for; released at the end,
-    or by the kernel when the process dies (a killed run never leaves it held)."""
+    or by the kernel when the process dies (a killed run never leaves it held). Taking it
+    again in the thread that holds it raises: it would wait for itself forever."""
+    held: set[Path] = _held.__dict__.setdefault("paths", set())
+    if path in held:
+        raise RuntimeError(f"{path} is already held by this thread")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -319,7 +327,11 @@ def hold_lock(path: Path) -> Iterator[None]:
                 # Not a blocking flock: Ctrl-C did not end one in a process whose handler was
                 # set before polars and Arrow loaded, and a hung holder would hold it forever.
                 time.sleep(LOCK_POLL_S)
-        yield
+        held.add(path)
+        try:
+            yield
+        finally:
+            held.discard(path)
     finally:
         os.close(fd)
 

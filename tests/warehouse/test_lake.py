@@ -384,3 +384,15 @@ def test_ctrl_c_while_waiting_to_publish_stops_at_once_and_publishes_nothing(tmp
         assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
     finally:
         stop(holder, waiter)
+
+
+def test_a_key_taken_again_by_the_thread_holding_it_is_refused_not_waited_for(tmp_path) -> None:
+    lake = Lake(str(tmp_path))
+    key = "date=2026-11-20"
+    with lake.publishing(key):
+        with pytest.raises(RuntimeError, match="already held by this thread"), lake.lock(key):
+            pass
+        with lake.lock("date=2026-11-21"):  # another key: taken at once
+            pass
+    with lake.lock(key):  # released: taken again
+        pass
