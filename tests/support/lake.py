@@ -13,6 +13,7 @@ import polars as pl
 
 from warehouse.duck import WAREHOUSE_FILE
 from warehouse.lake import MARKER_FILE, Lake
+from warehouse.stores import LOCK_DIR, TMP_DIR
 
 
 @contextmanager
@@ -59,13 +60,13 @@ def warehouse_rows(data_dir: Path, day: date, table: str = "cdrs") -> list[tuple
 
 def lake_files(data_dir: Path, *, marker: bool = True) -> dict[str, bytes]:
     """Every published file of the lake: the partitions and, unless `marker` is False, the
-    source marker (temp files excluded)."""
+    source marker (temp files and publish locks excluded)."""
     lake = data_dir / "lake"
     return {
         str(p.relative_to(lake)): p.read_bytes()
         for p in sorted(lake.rglob("*"))
         if p.is_file()
-        and "_tmp" not in p.relative_to(lake).parts
+        and not {TMP_DIR, LOCK_DIR} & set(p.relative_to(lake).parts)
         and (marker or p.name != MARKER_FILE)
     }
 
