@@ -67,6 +67,7 @@ from warehouse.interrupt import held_signals
 from warehouse.stores import (
     ACCOUNT_DIR_PREFIX,
     LOCK_DIR,
+    LOCK_WAIT_S,
     PART_FILE,
     TMP_DIR,
     LocalStore,
@@ -811,21 +812,24 @@ class Lake:
             publishing.enter_context(self.publishing(key))  # until the last one is published
 
     @contextlib.contextmanager
-    def publishing(self, key: str) -> Iterator[None]:
+    def publishing(self, key: str, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         """Entered when a partition key's files are written, exited once every one of them is
         published (renamed into place): SIGINT and SIGTERM are held (`held_signals`), and a
         second run publishing the same key waits for the first's publish to end (the store's
         `lock`), so the key's tables are all of one run. Two runs of one day (a UI backfill
         over the nightly's lookback days) used to publish in turns, table by table: the day's
         `raw_cdrs` of one fetch beside its `cdrs` of the other. Held between the processes
-        of one host; an object-store lake's runs in other pods are not held back."""
-        with self.lock(key), held_signals():
+        of one host; an object-store lake's runs in other pods are not held back. A lock held
+        past `wait_s` raises `LockTimeout` (the files written are dropped)."""
+        with self.lock(key, wait_s), held_signals():
             yield
 
-    def lock(self, key: str) -> contextlib.AbstractContextManager[None]:
+    def lock(
+        self, key: str, wait_s: float = LOCK_WAIT_S
+    ) -> contextlib.AbstractContextManager[None]:
         """The key's publish lock alone (no signal held): while it is held, no run publishes
         the key, so what is read of its tables is of one version."""
-        return self.store.lock(key)
+        return self.store.lock(key, wait_s)
 
     # --- reading --------------------------------------------------------------------------
 

@@ -45,8 +45,11 @@ LOCK_DIR = "_locks"
 # Where an object-store lake's publish locks are: the host's, so they hold only between the
 # processes of one host (runs in other pods are not held back).
 HOST_LOCK_DIR = "cdrhouse-locks"
-# How often a publish waiting for another's tries the lock again.
+# How often a publish waiting for another's tries the lock again, and for how long: a publish
+# takes well under a second, so a holder past this is hung (its process stopped on a dead
+# mount, say), and the waiting run fails saying so rather than waiting for ever.
 LOCK_POLL_S = 0.05
+LOCK_WAIT_S = 600.0
 LOCAL_SCHEMES = ("", "file")
 # Object stores a lake may live on, and the fsspec package each needs.
 OBJECT_SCHEMES = {
@@ -75,6 +78,10 @@ _USAGE = (
 
 class StoreSetupError(Exception):
     """The lake's store cannot be used as configured (message: one line, what to fix)."""
+
+
+class LockTimeout(Exception):
+    """Another process held a publish lock past the wait (`hold_lock`); nothing was published."""
 
 
 class UnreadablePartitions(Exception):
@@ -309,21 +316,29 @@ _held = threading.local()  # the lock paths this thread holds
 
 
 @contextlib.contextmanager
-def hold_lock(path: Path) -> Iterator[None]:
-    """An exclusive `flock` on `path` (created if missing), waited for; released at the end,
-    or by the kernel when the process dies (a killed run never leaves it held). Taking it
-    again in the thread that holds it raises: it would wait for itself forever."""
+def hold_lock(path: Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """An exclusive `flock` on `path` (created if missing), waited for up to `wait_s`
+    (`LockTimeout` after); released at the end, or by the kernel when the process dies (a
+    killed run never leaves it held). Taking it again in the thread that holds it raises: it
+    would wait for itself forever."""
     held: set[Path] = _held.__dict__.setdefault("paths", set())
     if path in held:
         raise RuntimeError(f"{path} is already held by this thread")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_s
     try:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"another process has held {path} for over {wait_s:g} s (a run "
+                        "publishing the same partition, hung?); nothing was published: run "
+                        "again once it has ended or been stopped"
+                    ) from None
                 # Not a blocking flock: Ctrl-C did not end one in a process whose handler was
                 # set before polars and Arrow loaded, and a hung holder would hold it forever.
                 time.sleep(LOCK_POLL_S)
@@ -424,9 +439,11 @@ class LocalStore:
     def spool_dir(self) -> Path:
         return self.root / TMP_DIR
 
-    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+    def lock(
+        self, name: str, wait_s: float = LOCK_WAIT_S
+    ) -> contextlib.AbstractContextManager[None]:
         """Held by one process at a time, whichever host mounts the lake (NFS too)."""
-        return hold_lock(self.root / LOCK_DIR / f"{name}.lock")
+        return hold_lock(self.root / LOCK_DIR / f"{name}.lock", wait_s)
 
     def probe(self) -> None:
         """Raise `StoreSetupError` unless the lake's directory can be created and written."""
@@ -595,11 +612,14 @@ class ObjectStore:
     def spool_dir(self) -> Path:
         return Path(tempfile.gettempdir()) / SPOOL_DIR
 
-    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+    def lock(
+        self, name: str, wait_s: float = LOCK_WAIT_S
+    ) -> contextlib.AbstractContextManager[None]:
         """Held by one process of this host at a time (an object store has no lock of its
         own); outside the spool, whose stale entries are deleted."""
         lake = hashlib.sha256(f"{self.protocol}://{self.path}".encode()).hexdigest()[:16]
-        return hold_lock(Path(tempfile.gettempdir()) / HOST_LOCK_DIR / lake / f"{name}.lock")
+        path = Path(tempfile.gettempdir()) / HOST_LOCK_DIR / lake / f"{name}.lock"
+        return hold_lock(path, wait_s)
 
     def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         """Raise `StoreSetupError` unless the bucket exists, the credentials are accepted and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import random
@@ -19,7 +20,7 @@ from tests.support.publisher import heard, publisher, say, stop
 from tests.warehouse.conftest import write_day
 from warehouse.lake import Lake, lake_file, partition_key
 from warehouse.snapshots import users_frames
-from warehouse.stores import root_from_uri
+from warehouse.stores import LockTimeout, root_from_uri
 
 FREE_TEXT = {"raw_cdrs": {"record"}, "cdr_sms": {"message"}}
 
@@ -396,3 +397,31 @@ def test_a_key_taken_again_by_the_thread_holding_it_is_refused_not_waited_for(tm
             pass
     with lake.lock(key):  # released: taken again
         pass
+
+
+def _publish_within(lake: Lake, key: str, users: pl.DataFrame, wait_s: float) -> None:
+    """`users` written into `key`, then published as a day is: under the key's lock."""
+    publishing = contextlib.ExitStack()
+    with publishing, lake.writer("users", key, source="test") as writer:
+        writer.write(users)
+        publishing.enter_context(lake.publishing(key, wait_s=wait_s))
+
+
+def test_a_lock_held_past_the_wait_fails_naming_it_and_publishes_nothing(tmp_path) -> None:
+    # A holder that never lets go (a run hung on a dead mount): the waiting run fails after
+    # the wait, saying which lock, and its written files are dropped.
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+    holder = publisher(tmp_path, key, "h")
+    try:
+        say(holder, "hold")
+        assert heard(holder) == "held"
+        started = time.monotonic()
+        with pytest.raises(LockTimeout, match=rf"_locks/{key}\.lock for over 0\.5 s"):
+            _publish_within(lake, key, users_frames([{"id": "w-1"}], [], at)["users"], 0.5)
+        assert 0.5 <= time.monotonic() - started < 10
+        assert not lake.exists("users", key)
+        assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
+    finally:
+        stop(holder)
