@@ -6,22 +6,16 @@ from __future__ import annotations
 import logging
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.cdr_day import DayStats, land_day, renormalize_day
 from pipelines.checks import DayChecks
 from tests.support.clock import SessionClock
-from tests.support.publisher import heard, publisher, say, stop
+from tests.support.publisher import heard, publisher, say, stop, wait_until_spooled
 from tests.support.served import ServedSandbox
 from warehouse.lake import Lake
 from warehouse.privacy import RAW
-
-
-def _spooled(lake_root: Path, key: str) -> list[Path]:
-    spool = lake_root / "_tmp"
-    return [p for p in spool.iterdir() if f".{key}." in p.name] if spool.is_dir() else []
 
 
 def _cdrs_file(lake_root: Path, key: str) -> int | None:
@@ -40,10 +34,7 @@ def _published_once_released(
     before = _cdrs_file(lake_root, key)
     thread = threading.Thread(target=work)
     thread.start()
-    deadline = time.monotonic() + 120
-    while len(_spooled(lake_root, key)) < 2 and time.monotonic() < deadline:
-        assert thread.is_alive()
-        time.sleep(0.05)
+    wait_until_spooled(lake_root, key, thread.is_alive, files=2)
     thread.join(timeout=2.0)
     assert thread.is_alive()
     assert _cdrs_file(lake_root, key) == before

@@ -3,9 +3,15 @@ its stdin: the other run of a day, for the tests of what two runs publishing at 
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.processes import stop_process
+from warehouse.stores import TMP_DIR
 
 # A process that publishes a users family into the lake whenever it reads a line: `<n>` (the
 # reading's number) or `hold` (it enters `Lake.publishing` and stays until the next line).
@@ -55,12 +61,24 @@ def say(proc: subprocess.Popen[str], word: str) -> None:
 
 
 def stop(*procs: subprocess.Popen[str]) -> None:
+    """Killed at once (a holder holds SIGTERM while it publishes), then reaped and closed."""
     for proc in procs:
-        proc.kill()
-        proc.wait()
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        stop_process(proc)
+
+
+def wait_until_spooled(
+    root: Path, key: str, alive: Callable[[], bool], files: int = 1, timeout_s: float = 120
+) -> None:
+    """Until a writer into the lake at `root` has `files` temp files of `key` (its written
+    files, before they are published); `alive` (the writer's thread or process) must hold all
+    along: a writer that ended without waiting fails here at once."""
+    deadline = time.monotonic() + timeout_s
+    while len(list((root / TMP_DIR).glob(f"*.{key}.*"))) < files:
+        assert alive(), "the writer ended before its files were written and held"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
 
 
 def heard(proc: subprocess.Popen[str]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.cdr_day import renormalize_day
+from tests.support.publisher import wait_until_spooled
 from tests.support.token_lake import (
     DAY1,
     DAY2,
@@ -258,10 +258,7 @@ def test_an_erasure_waits_for_a_run_publishing_the_day_and_erases_what_it_publis
     )
     with lake.publishing(key):  # another run is publishing the day
         erasing.start()
-        deadline = time.monotonic() + 60
-        while erasing.is_alive() and not any((tmp_path / "_tmp").glob(f"people.{key}.*")):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until_spooled(tmp_path, key, erasing.is_alive)
         erasing.join(timeout=1.0)
         assert erasing.is_alive()  # its rewrite is written; it waits to check and publish
         publish(["1", "2", "3"], [token, "other", token])  # that run's fetch: a late record

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors.sandbox.generator import Dataset
-from tests.support.publisher import heard, publisher, say, stop
+from tests.support.publisher import heard, publisher, say, stop, wait_until_spooled
 from tests.warehouse.conftest import write_day
 from warehouse.lake import Lake, lake_file, partition_key
 from warehouse.snapshots import users_frames
@@ -373,11 +373,7 @@ def test_ctrl_c_while_waiting_to_publish_stops_at_once_and_publishes_nothing(tmp
         say(holder, "hold")
         assert heard(holder) == "held"
         say(waiter, "1")
-        deadline = time.monotonic() + 60
-        while not list((tmp_path / "_tmp").glob(f"*.{key}.*")):  # its files are written
-            assert time.monotonic() < deadline
-            assert waiter.poll() is None
-            time.sleep(0.02)
+        wait_until_spooled(tmp_path, key, lambda: waiter.poll() is None)
         time.sleep(0.5)  # in the wait for the lock
         waiter.send_signal(signal.SIGINT)
         assert waiter.wait(timeout=10) != 0
