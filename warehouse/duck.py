@@ -337,9 +337,9 @@ def write_aggregates(lake: Lake, key: str, only: Collection[str] | None = None) 
         # The footer of the very `cdrs` file aggregated (an object store's day is copied once):
         # the source the derived data carries, and the rows its check compares with.
         footer = sources.partition_footer("cdrs", key)
-    source = footer_source(footer)
-    for name, table in tables.items():
-        lake.write(name, key, table, schema=table.schema, source=source)
+    # Published together under the day's lock, as a snapshot family: a second run's
+    # aggregates of the day, or a signal, never leave them of two versions.
+    lake.write_together(key, tables, source=footer_source(footer))
     return AggregateDay(tables, footer.num_rows if footer else 0)
 
 

@@ -799,16 +799,19 @@ class Lake:
         return w.rows
 
     def write_together(
-        self, key: str, frames: Mapping[str, pl.DataFrame], *, source: str | None = None
+        self, key: str, frames: Mapping[str, pl.DataFrame | Any], *, source: str | None = None
     ) -> None:
         """One partition (`key`) of each table of `frames`, as a whole: every file is written
         first (a failure there, a full disk say, publishes none of them), then they are
         published one after the other with SIGINT/SIGTERM held (`held_signals`), so a
-        snapshot's tables (`users` and its bridge tables) never mix two readings."""
+        snapshot's tables (`users` and its bridge tables) never mix two readings. A table
+        without a spec (the `agg_*` tables) is written in its frame's own schema."""
         publishing = contextlib.ExitStack()
         with publishing, contextlib.ExitStack() as writers:
             for table, frame in frames.items():
-                writers.enter_context(self.writer(table, key, source=source)).write(frame)
+                schema = None if table in TABLES else frame.schema
+                writer = writers.enter_context(self.writer(table, key, schema, source=source))
+                writer.write(frame)
             publishing.enter_context(self.publishing(key))  # until the last one is published
 
     @contextlib.contextmanager
