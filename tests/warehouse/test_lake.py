@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -421,3 +422,21 @@ def test_a_lock_held_past_the_wait_fails_naming_it_and_publishes_nothing(tmp_pat
         assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
     finally:
         stop(holder)
+
+
+def test_a_lock_folder_that_cannot_be_made_fails_the_publish_and_keeps_the_last_one(
+    tmp_path,
+) -> None:
+    # A careless hand (or a sync tool) left a file named `_locks` in the lake: the publish
+    # fails, the partition published before stays byte for byte, no temp file is left.
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+    lake.write_together(key, users_frames([{"id": "u-1"}], [], at), source="test")
+    before = (tmp_path / "users" / key / "part-0.parquet").read_bytes()
+    shutil.rmtree(tmp_path / "_locks")
+    (tmp_path / "_locks").write_text("not a folder")
+    with pytest.raises(OSError, match="_locks"):
+        lake.write_together(key, users_frames([{"id": "u-2"}], [], at), source="test")
+    assert (tmp_path / "users" / key / "part-0.parquet").read_bytes() == before
+    assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
