@@ -42,6 +42,7 @@ from pipelines.memory import release_free_memory
 from pipelines.partitions import partition_window
 from pipelines.progress import progress_lines
 from pipelines.resources import ContactCenterResource
+from pipelines.settings import DEFAULT_MAX_DAY_SHRINK
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
 from warehouse.lake import Lake, PartitionWriter
@@ -448,12 +449,14 @@ def land_day(
     partition: str,
     tables: Collection[str] = tuple(NORMALIZED_TABLES),
     privacy: PrivacyPolicy = RAW,
+    max_shrink: float = DEFAULT_MAX_DAY_SHRINK,
 ) -> tuple[DayStats, DayChecks]:
     """Pull one UTC day from the API and replace its `raw_cdrs` and typed partitions.
 
     All or nothing: the day is published only when every blocking check passes
     (`DayChecks.whole`: rows = the API's totals, ids unique across the day, every started_at
-    in the window, raw = cdrs + quarantine). Otherwise every published byte of the day stays
+    in the window, raw = cdrs + quarantine, and no more than `max_shrink` fewer rows than the
+    published day's `raw_cdrs`). Otherwise every published byte of the day stays
     as it was, and the records received go to `<lake>/_rejected/raw_cdrs/date=<day>/` for
     inspection, where no reader takes them for the day. A lake holding another source's data
     refuses the write before the API is called. The one code path for the asset and
@@ -461,7 +464,7 @@ def land_day(
     key = f"date={partition}"
     source = contact_center.source_id
     stats = DayStats()
-    checks = DayChecks(partition)
+    checks = DayChecks(partition, max_shrink=max_shrink)
     # Tokens under another key than the lake's, or numbers in clear into a lake of tokens:
     # refused before the API is called.
     lake.check_landing(privacy.key_check)
@@ -485,6 +488,10 @@ def land_day(
                     day.flush()
                 finally:
                     day.close()
+                # Read now, after the fetch: the day as the lake holds it when this one would
+                # replace it (the footer only, also from an object store).
+                footer = lake.partition_footer(RAW_CDRS, key)
+                checks.landed_rows = None if footer is None else footer.num_rows
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
                 publishing.enter_context(lake.publishing(key))

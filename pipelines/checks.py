@@ -2,14 +2,18 @@
 
 The CDR checks are computed in the step that writes the day (`DayChecks` sees every record as
 it is received and every row group as it is written), so no step reads a partition back to check
-it; they are check specs of that step. Four of them prove the day whole and are blocking
-(`BLOCKING_CHECKS`): the row count against the API's `metadata.total`, ids unique across the
-day, every `started_at` in the window, and raw = cdrs + quarantine. When one fails, nothing of
-the day is published (`pipelines.cdr_day`) and the step fails naming what was wrong. The
-snapshot checks are in `pipelines.defs.snapshots.checks`.
+it; they are check specs of that step. Five of them decide whether the day may replace the
+published one and are blocking (`BLOCKING_CHECKS`): the row count against the API's
+`metadata.total`, ids unique across the day, every `started_at` in the window, raw = cdrs +
+quarantine, and a day fetched again not much smaller than the one the lake holds (an API that
+answers a day with fewer records, consistently, passes the other four: a retention window
+passed, a key that lost a scope, an outage of its index). When one fails, nothing of the day is
+published (`pipelines.cdr_day`) and the step fails naming what was wrong. The snapshot checks
+are in `pipelines.defs.snapshots.checks`.
 """
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+import math
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,6 +25,7 @@ from models.cdr_fields import CDR_FIELDS
 from models.tables import TYPE_TABLES
 from models.timestamps import iso_ms
 from pipelines.partitions import partition_window
+from pipelines.settings import DEFAULT_MAX_DAY_SHRINK, MAX_DAY_SHRINK_VAR
 from warehouse.decode import narrow, with_timestamps
 from warehouse.lake import Lake
 from warehouse.normalize import NormalizedTables
@@ -30,8 +35,18 @@ ROW_COUNT_CHECK = "row_count_matches_api_total"
 IDS_CHECK = "cdrs_ids_unique"
 WINDOW_CHECK = "cdrs_started_at_in_window"
 RAW_ADDS_UP_CHECK = "cdrs_raw_rows_add_up"
+SHRINK_CHECK = "raw_cdrs_not_shrunk"
 # The checks that prove a day whole: the day is published only when every one passes.
-BLOCKING_CHECKS: tuple[str, ...] = (ROW_COUNT_CHECK, IDS_CHECK, WINDOW_CHECK, RAW_ADDS_UP_CHECK)
+BLOCKING_CHECKS: tuple[str, ...] = (
+    ROW_COUNT_CHECK,
+    IDS_CHECK,
+    WINDOW_CHECK,
+    RAW_ADDS_UP_CHECK,
+    SHRINK_CHECK,
+)
+# A run's own limit of how much smaller its days may be (the UI's launchpad or backfill dialog:
+# "1" accepts a day the API really returns smaller); CDRHOUSE_MAX_DAY_SHRINK otherwise.
+SHRINK_TAG = "cdrhouse/max_day_shrink"
 # Per-type table name -> the CDR `type` value whose rows it holds.
 TABLE_TYPES: dict[str, str] = {spec.name: kind for kind, spec in TYPE_TABLES.items()}
 # The `cdrs` columns no landed row may lack (normalization quarantines a record without them).
@@ -62,6 +77,16 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         asset="cdrs",
         blocking=True,
         description="raw_cdrs rows = cdrs rows + cdr_quarantine rows: no record dropped.",
+    ),
+    dg.AssetCheckSpec(
+        SHRINK_CHECK,
+        asset=RAW_CDRS,
+        blocking=True,
+        description=(
+            "A day fetched again holds no more than CDRHOUSE_MAX_DAY_SHRINK (10 %) fewer records "
+            "than the day the lake holds: an API that no longer returns a day in full (a "
+            "retention window passed, a key that lost a scope, an outage) does not replace it."
+        ),
     ),
     dg.AssetCheckSpec(
         "cdrs_keys_not_null",
@@ -113,6 +138,10 @@ class DayChecks:
     quarantined: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[str] = field(default_factory=list)
+    # The rows of the day's published `raw_cdrs` (None: none published, or not fetched again),
+    # and how much smaller than those the day fetched may be (`shrunk`).
+    landed_rows: int | None = None
+    max_shrink: float = DEFAULT_MAX_DAY_SHRINK
     _duplicates: pl.Series | None = field(default=None, repr=False)
 
     @cached_property
@@ -170,6 +199,14 @@ class DayChecks:
             self._duplicates = ordered.filter(ordered == ordered.shift(1)).unique()
         return self._duplicates
 
+    def shrunk(self, rows: int) -> bool:
+        """Whether `rows` fetched lose more of the lake's `landed_rows` than `max_shrink` allows
+        (rounded up: a small day may lose one record, as the source deletes one)."""
+        if self.landed_rows is None:
+            return False
+        allowed = math.ceil(round(self.landed_rows * self.max_shrink, 6))
+        return self.landed_rows - rows > allowed
+
     def passes(self, rows: int, api_total: int | None) -> dict[str, bool]:
         """Each blocking check's verdict, from the tallies alone (no I/O): what decides whether
         the day is published. `api_total` None: no API was asked (a re-normalization)."""
@@ -178,7 +215,26 @@ class DayChecks:
             IDS_CHECK: self.duplicate_hashes().len() == 0,
             WINDOW_CHECK: self.outside == 0,
             RAW_ADDS_UP_CHECK: self.raw_rows == self.table_rows.get("cdrs", 0) + self.quarantined,
+            SHRINK_CHECK: api_total is None or not self.shrunk(rows),
         }
+
+    def shrink_result(self, rows: int) -> dg.AssetCheckResult:
+        """`SHRINK_CHECK` of a day fetched again: `rows` received against the lake's."""
+        landed = self.landed_rows
+        lost = 0.0 if not landed else (landed - rows) / landed
+        return _result(
+            SHRINK_CHECK,
+            not self.shrunk(rows),
+            f"{rows} records received where the lake holds {landed} for the day ({lost:.1%} "
+            f"fewer; {MAX_DAY_SHRINK_VAR} allows {self.max_shrink:.0%}): a day the API no "
+            "longer returns in full (a retention window passed, a key that lost a scope, an "
+            "outage) does not replace it; if those records are really gone at the source, run "
+            f"the day again with the run tag {SHRINK_TAG}=1 (`cdrhouse ingest`: "
+            f"{MAX_DAY_SHRINK_VAR}=1)",
+            rows=rows,
+            landed_rows=landed,
+            max_shrink=self.max_shrink,
+        )
 
     def whole(self, rows: int, api_total: int | None) -> bool:
         """Whether every blocking check passes: the day may replace the published one."""
@@ -315,6 +371,24 @@ def row_count_result(rows: int, api_total: int) -> dg.AssetCheckResult:
         api_total=api_total,
         difference=rows - api_total,
     )
+
+
+def shrink_limit(tags: Mapping[str, str], default: float) -> float:
+    """A run's limit of how much smaller a day may be: its `SHRINK_TAG`, else `default`.
+    Raises ValueError (saying what is expected) for a tag that is not a fraction from 0 to 1."""
+    value = tags.get(SHRINK_TAG)
+    if value is None:
+        return default
+    try:
+        limit = float(value)
+    except ValueError:
+        limit = math.nan
+    if not 0.0 <= limit <= 1.0:  # NaN too
+        raise ValueError(
+            f"run tag {SHRINK_TAG}={value!r}: expected a fraction from 0 to 1 (1 accepts a day "
+            "of any size)"
+        )
+    return limit
 
 
 def blocking_problems(results: Sequence[dg.AssetCheckResult]) -> list[str]:

@@ -216,6 +216,7 @@ def resources_from_env(
         settings.currency,
         zones,
         views_in_runs=views_in_runs,
+        max_day_shrink=settings.max_day_shrink,
     )
     return contact_center, warehouse
 

@@ -43,6 +43,7 @@ from pipelines.privacy_settings import (
     privacy_policy,
     privacy_problem,
 )
+from pipelines.settings import DEFAULT_MAX_DAY_SHRINK
 from warehouse import kpi as k
 from warehouse.kpi import KpiSettings
 from warehouse.lake import DEFAULT_ACCOUNT, Lake
@@ -347,6 +348,13 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     unanswered_dispositions: list[str] = Field(default=list(k.DEFAULT_UNANSWERED_DISPOSITIONS))
     abandon_end_reasons: list[str] = Field(default=list(k.DEFAULT_ABANDON_END_REASONS))
     other_end_reasons: list[str] = Field(default=list(k.DEFAULT_OTHER_END_REASONS))
+    max_day_shrink: float = Field(
+        default=DEFAULT_MAX_DAY_SHRINK,
+        description=(
+            "CDRHOUSE_MAX_DAY_SHRINK: how much smaller (a fraction) a day fetched again may be "
+            "than the day the lake holds before it is held (check raw_cdrs_not_shrunk)."
+        ),
+    )
     currency: str | None = Field(
         default=None, description="CDRHOUSE_CURRENCY: the report's money sign (ISO 4217)."
     )
@@ -372,9 +380,11 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         account_zones: Mapping[str, str] | None = None,
         *,
         views_in_runs: bool = True,
+        max_day_shrink: float = DEFAULT_MAX_DAY_SHRINK,
     ) -> WarehouseResource:
         return cls(
             views_in_runs=views_in_runs,
+            max_day_shrink=max_day_shrink,
             data_dir=data_dir,
             lake_uri=lake_uri,
             currency=currency,

@@ -26,10 +26,21 @@ from pipelines.privacy_settings import (
 )
 from warehouse.stores import lake_uri_problem, pattern_problem
 
-__all__ = ["DEFAULT_LOOKBACK_DAYS", "Settings", "SettingsError", "settings_from_env"]
+__all__ = [
+    "DEFAULT_LOOKBACK_DAYS",
+    "DEFAULT_MAX_DAY_SHRINK",
+    "MAX_DAY_SHRINK_VAR",
+    "Settings",
+    "SettingsError",
+    "settings_from_env",
+]
 
 DEFAULT_SANDBOX_CDRS_PER_DAY = 2000
 DEFAULT_LOOKBACK_DAYS = 3  # the nightly schedule's lookback (CDRHOUSE_LOOKBACK_DAYS)
+MAX_DAY_SHRINK_VAR = "CDRHOUSE_MAX_DAY_SHRINK"
+# A day fetched again may hold up to 10 % fewer records than the lake's (deleted at the source);
+# more, and it is held (`pipelines.checks.SHRINK_CHECK`).
+DEFAULT_MAX_DAY_SHRINK = 0.1
 
 
 class Settings(KpiVariables, ReportVariables):
@@ -42,6 +53,10 @@ class Settings(KpiVariables, ReportVariables):
     lake_uri: str | None = Field(None, alias="CDRHOUSE_LAKE_URI")
     start_date: date = Field(DEFAULT_START_DATE, alias="CDRHOUSE_START_DATE")
     lookback_days: int = Field(DEFAULT_LOOKBACK_DAYS, alias="CDRHOUSE_LOOKBACK_DAYS", ge=0, le=366)
+    # How much smaller a day fetched again may be than the lake's (`raw_cdrs_not_shrunk`).
+    max_day_shrink: float = Field(
+        DEFAULT_MAX_DAY_SHRINK, alias=MAX_DAY_SHRINK_VAR, ge=0.0, le=1.0, allow_inf_nan=False
+    )
     sandbox_cdrs_per_day: int = Field(
         DEFAULT_SANDBOX_CDRS_PER_DAY, alias="CDRHOUSE_SANDBOX_CDRS_PER_DAY", ge=1, le=5_000_000
     )

@@ -24,19 +24,21 @@ def test_definitions_load_and_pin_asset_keys() -> None:
     assert repo.get_sensor_def("contact_center_report_after_nightly")
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
     assert ("raw_cdrs", "row_count_matches_api_total") in checks
+    assert ("raw_cdrs", "raw_cdrs_not_shrunk") in checks
     assert ("cdrs", "cdrs_users_known") in checks
     assert ("balance_snapshots", "balance_is_decimal") in checks
     assert ("agg_daily_volume", "agg_daily_volume_matches_cdrs") in checks
     assert ("cdrs", "newest_due_day_landed") in checks
     assert ("agg_call_intervals", "call_values_mapped") in checks
-    assert len(checks) == 19
+    assert len(checks) == 20
     # The freshness check runs in its own hourly job, never inside a day's run.
     day_checks = repo.get_job("cdr_daily").asset_layer.asset_graph.asset_check_keys
     assert ("cdrs", "newest_due_day_landed") not in {
         (k.asset_key.to_user_string(), k.name) for k in day_checks
     }
-    # + cdrs_raw_rows_add_up, and call_values_mapped on the day's agg_call_intervals
-    assert len(day_checks) == 10
+    # + cdrs_raw_rows_add_up, raw_cdrs_not_shrunk, and call_values_mapped on the day's
+    # agg_call_intervals
+    assert len(day_checks) == 11
     # The checks proving a day whole are blocking; an odd record in quarantine is not.
     blocking = {
         (k.asset_key.to_user_string(), k.name)
@@ -48,6 +50,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
         ("cdrs", "cdrs_ids_unique"),
         ("cdrs", "cdrs_started_at_in_window"),
         ("cdrs", "cdrs_raw_rows_add_up"),
+        ("raw_cdrs", "raw_cdrs_not_shrunk"),
     }
     # The aggregates are partitioned like the CDR days and downstream of the typed tables.
     agg = repo.asset_graph.get(dg.AssetKey("agg_daily_volume"))

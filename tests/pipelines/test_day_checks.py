@@ -10,9 +10,16 @@ from pathlib import Path
 import dagster as dg
 import orjson
 import polars as pl
+import pytest
 
 from connectors.sandbox.generator import encode_page
-from pipelines.checks import DayChecks, blocking_problems, known_user_ids
+from pipelines.checks import (
+    SHRINK_TAG,
+    DayChecks,
+    blocking_problems,
+    known_user_ids,
+    shrink_limit,
+)
 from warehouse.decode import decode_page_typed
 from warehouse.lake import Lake
 from warehouse.normalize import normalize_decoded
@@ -170,3 +177,61 @@ def test_known_users_are_the_newest_snapshot_and_wanted_ids_of_older_ones(tmp_pa
     # read into the result, and an id in no snapshot stays unknown.
     assert known("u-1", "u-gone", "u-never") == ["u-1", "u-gone", "u-left"]
     assert known_user_ids(Lake(str(tmp_path / "empty")), ["u-1"]).len() == 0
+
+
+@pytest.mark.parametrize(
+    ("landed", "max_shrink", "held", "kept"),
+    [
+        (2000, 0.1, 1799, 1800),  # 10 % fewer may replace the day, one more may not
+        (5, 0.1, 3, 4),  # a small day may lose one record (rounded up), not two
+        (2000, 0.0, 1999, 2000),  # 0: not one record fewer
+        (7, 0.5, 2, 3),  # 3.5 rounded up
+    ],
+)
+def test_a_day_fetched_again_is_held_when_it_lost_more_than_the_limit(
+    landed: int, max_shrink: float, held: int, kept: int
+) -> None:
+    checks = _fold(_group(_rec(1), _rec(2)))
+    checks.landed_rows, checks.max_shrink = landed, max_shrink
+    assert checks.shrunk(held)
+    assert not checks.shrunk(kept)
+    assert not checks.shrunk(landed + 100)  # more records than before: late ones, never held
+    result = checks.shrink_result(held)
+    assert not result.passed
+    assert blocking_problems([result]) == [f"raw_cdrs_not_shrunk: {result.description}"]
+    assert checks.shrink_result(kept).passed
+
+
+def test_a_shrunk_day_names_both_counts_and_how_to_accept_it() -> None:
+    checks = _fold(_group(_rec(1), _rec(2)))
+    checks.landed_rows = 6000
+    assert not checks.whole(2, 2)
+    assert checks.whole(2, None)  # a re-normalization reads the lake's own records
+    result = checks.shrink_result(2)
+    assert (result.description or "").startswith(
+        "2 records received where the lake holds 6000 for the day (100.0% fewer; "
+        "CDRHOUSE_MAX_DAY_SHRINK allows 10%)"
+    )
+    assert "run tag cdrhouse/max_day_shrink=1" in (result.description or "")
+    assert result.metadata["landed_rows"].value == 6000
+    assert result.metadata["rows"].value == 2
+    # 1 accepts any day, even an empty one; nothing landed before: nothing to compare.
+    checks.max_shrink = 1.0
+    assert not checks.shrunk(0)
+    assert checks.shrink_result(0).passed
+    assert not DayChecks(DAY).shrunk(0)
+
+
+@pytest.mark.parametrize(
+    ("tags", "limit"),
+    [({}, 0.1), ({SHRINK_TAG: "1"}, 1.0), ({SHRINK_TAG: "0.25"}, 0.25), ({SHRINK_TAG: "0"}, 0.0)],
+)
+def test_a_runs_tag_sets_its_limit(tags: dict[str, str], limit: float) -> None:
+    assert shrink_limit(tags, 0.1) == limit
+
+
+@pytest.mark.parametrize("value", ["lots", "-0.1", "2", "nan", "inf", ""])
+def test_a_bad_run_tag_says_what_is_expected(value: str) -> None:
+    with pytest.raises(ValueError, match="expected a fraction from 0 to 1") as info:
+        shrink_limit({SHRINK_TAG: value}, 0.1)
+    assert str(info.value).startswith(f"run tag {SHRINK_TAG}={value!r}: ")

@@ -1,4 +1,5 @@
-"""Issue 22: publishing is all or nothing, per day.
+"""Issue 22: publishing is all or nothing, per day; and a day the API answers smaller does not
+replace the one the lake holds unless the run accepts it.
 
 A 6,000-CDR sandbox day is ingested exactly, then again through a server that gets it wrong in
 a way the row count cannot see: (a) it repeats ids more than 5,000 rows apart (so no row
@@ -28,6 +29,7 @@ import pytest
 
 from connectors.sandbox.config import DEFAULT_API_KEY
 from pipelines.cdr_day import NORMALIZED_TABLES
+from pipelines.checks import SHRINK_TAG
 from pipelines.cli_runs import IngestReport, run_ingest
 from pipelines.definitions import CDR_JOB
 from tests.support.clock import SessionClock
@@ -47,6 +49,10 @@ REPEATS = {5_800: 100, 5_850: 200, 5_900: 300}
 # agent call starts, so an inclusive upper bound serves each of them twice.
 BOUNDARY_HOURS = (6, 12, 18)
 CONTACT = "4915112345678"
+# A server that answers the day with fewer records, its totals agreeing (a retention window
+# passed; a key that lost the scope of every type but SMS): no gap and no duplicate for the
+# four checks above to see.
+SMALLER = {"retention-passed": b"&from_phone_number=0", "sms-only": b"&type=sms"}
 _LT = re.compile(rb"started_at(%5B|\[)lt(%5D|\])=")
 
 
@@ -68,6 +74,8 @@ class Api:
         return record if twin is None else record.replace(own.encode(), twin.encode(), 1)
 
     def query(self, query: bytes) -> bytes:
+        if self.mode in SMALLER:
+            return query + SMALLER[self.mode]
         if self.mode != "inclusive":
             return query
         return _LT.sub(lambda m: b"started_at" + m[1] + b"lte" + m[2] + b"=", query)
@@ -319,3 +327,74 @@ def test_normalizing_a_day_without_a_published_raw_partition_publishes_nothing(
     assert user is not None
     assert "no published raw_cdrs partition" in (user.description or "")
     assert _published(tmp_path, day) == {}
+
+
+@pytest.mark.parametrize("mode", list(SMALLER))
+def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
+    api: Api, tmp_path: Path, mode: str
+) -> None:
+    """Backfilling every partition from the UI reaches days older than the API keeps: its answer
+    (no records, total 0) passes every other check. The day the lake holds stays, byte for byte;
+    the run fails naming both counts and how to accept a day really deleted at the source."""
+    day, key = api.day, f"date={api.day}"
+    lake = Lake((tmp_path / "lake").as_uri())
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert api.ingest(tmp_path, instance).success
+        landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
+        before = _published(tmp_path, day)
+        answers = _answers(tmp_path, day)
+        api.mode = mode
+        try:
+            smaller = api.served.api_total(day)
+            assert smaller < landed * 0.9
+            bad = api.ingest(tmp_path, instance)
+            (line,) = bad.runs
+            assert not bad.success
+            assert line.failure is not None
+            assert (
+                f"day {day} not published: raw_cdrs_not_shrunk: {smaller} records received "
+                f"where the lake holds {landed} for the day"
+            ) in line.failure
+            assert f"run tag {SHRINK_TAG}=1" in line.failure
+            assert _published(tmp_path, day) == before
+            assert _answers(tmp_path, day) == answers
+            # What the API sent waits in the rejected area, out of every reader's way.
+            kept = list(lake.iter_batches("raw_cdrs", key, rejected=True))
+            assert sum(batch.height for batch in kept) == smaller
+
+            job = api.served.defs(tmp_path).resolve_job_def(CDR_JOB)
+            # A tag that is not a limit stops the step before the API is asked.
+            odd = job.execute_in_process(
+                partition_key=day.isoformat(),
+                instance=instance,
+                tags={SHRINK_TAG: "all"},
+                raise_on_error=False,
+            )
+            assert not odd.success
+            (failure,) = [e for e in odd.all_events if e.is_step_failure]
+            user = failure.step_failure_data.user_failure_data
+            assert user is not None
+            assert (user.description or "").startswith(
+                f"run tag {SHRINK_TAG}='all': expected a fraction from 0 to 1"
+            )
+            assert _published(tmp_path, day) == before
+            # The run that says so replaces the day with what the API now answers.
+            accepted = job.execute_in_process(
+                partition_key=day.isoformat(),
+                instance=instance,
+                tags={SHRINK_TAG: "1"},
+                raise_on_error=False,
+            )
+        finally:
+            api.mode = "exact"
+    assert accepted.success
+    checks = {c.check_name: c for c in accepted.get_asset_check_evaluations()}
+    assert checks["raw_cdrs_not_shrunk"].passed
+    raw = lake.read("raw_cdrs", key)
+    cdrs = lake.read("cdrs", key)
+    assert raw is not None
+    assert cdrs is not None
+    assert raw.height == cdrs.height == smaller
+    if mode == "sms-only":
+        assert set(cdrs["type"].to_list()) == {"sms"}
+    assert not lake.exists("raw_cdrs", key, rejected=True)

@@ -30,6 +30,10 @@ from pipelines.settings import SettingsError, settings_from_env
         ("CDRHOUSE_DATA_DIR", "/srv/data*", "DuckDB reads as a file pattern"),
         ("CDRHOUSE_DATA_DIR", "/srv/x?y", "DuckDB reads as a file pattern"),
         ("CDRHOUSE_LAKE_URI", "file:///srv/lake%5B1%5D", "holds ["),
+        ("CDRHOUSE_MAX_DAY_SHRINK", "ten percent", "valid number"),
+        ("CDRHOUSE_MAX_DAY_SHRINK", "10", "less than or equal to 1"),
+        ("CDRHOUSE_MAX_DAY_SHRINK", "-0.1", "greater than or equal to 0"),
+        ("CDRHOUSE_MAX_DAY_SHRINK", "nan", "finite number"),
     ],
 )
 def test_a_bad_value_names_its_variable(name: str, value: str, expected: str) -> None:
@@ -49,6 +53,7 @@ def test_unset_and_empty_mean_the_defaults() -> None:
     assert settings.start_date == date(2026, 11, 1)
     assert settings.data_dir == "data"
     assert settings.currency is None  # no sign before money
+    assert settings.max_day_shrink == 0.1
     assert settings_from_env({"CDRHOUSE_CURRENCY": "EUR"}).currency == "EUR"
 
 
@@ -107,3 +112,12 @@ def test_the_cli_names_every_kpi_variable_so_sql_skips_pydantic_only_when_none_i
     assert berlin.timezone == "Europe/Berlin"
     # None set (empty counts as unset): no settings, the views keep those they were built with.
     assert _kpi_settings({"CDRHOUSE_TIMEZONE": ""}) is None
+
+
+def test_the_shrink_limit_reaches_the_warehouse_resource_of_the_runs() -> None:
+    from pipelines.definitions import resources_from_env
+
+    _, warehouse = resources_from_env({"CDRHOUSE_MAX_DAY_SHRINK": "0.5"}, date(2026, 11, 1))
+    assert warehouse.max_day_shrink == 0.5
+    _, warehouse = resources_from_env({}, date(2026, 11, 1))
+    assert warehouse.max_day_shrink == 0.1

@@ -21,6 +21,7 @@ from pipelines.checks import (
     blocking_problems,
     known_user_ids,
     row_count_result,
+    shrink_limit,
 )
 from pipelines.checks import selected as selected_checks
 from pipelines.names import CDR_GROUP
@@ -117,6 +118,10 @@ def build_cdr_assets(
         if fetched:
             contact_center.settings()  # no source: fail now, naming it first
             try:
+                max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
+            except ValueError as exc:
+                raise config_failure(str(exc), "BadRunTag") from None
+            try:
                 stats, checks = land_day(
                     contact_center,
                     lake,
@@ -124,6 +129,7 @@ def build_cdr_assets(
                     partition,
                     tables,
                     privacy=contact_center.privacy(),
+                    max_shrink=max_shrink,
                 )
             except ContactCenterError as exc:
                 raise api_failure(exc, partition=partition, api=contact_center) from exc
@@ -141,6 +147,7 @@ def build_cdr_assets(
         results: list[dg.AssetCheckResult] = []
         if fetched:
             results.append(row_count_result(stats.rows, stats.api_total))
+            results.append(checks.shrink_result(stats.rows))
         if tables or not whole:
             # The received ids: in the raw records, rejected when the day was not whole.
             def received_ids() -> Iterator[pl.Series]:
