@@ -442,6 +442,26 @@ def _table_writers(
         }
 
 
+def published_rows(lake: Lake, key: str, log: logging.Logger | dg.DagsterLogManager) -> int | None:
+    """The records of the day the lake holds (None: never published): its `raw_cdrs` footer's
+    row count (the footer only, also from an object store). When that file is damaged
+    (`Lake.unreadable`; fetching the day again is its remedy), its `cdrs` and `cdr_quarantine`
+    footers' (raw = cdrs + quarantine for every day published); when those cannot be read
+    either, None: nothing readable is left to keep."""
+    try:
+        raw = lake.partition_footer(RAW_CDRS, key)
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+        where = lake.partition_url(RAW_CDRS, key)
+        log.warning(f"{where} cannot be read ({exc}); the day is counted by its cdrs instead")
+    else:
+        return None if raw is None else raw.num_rows
+    try:
+        typed = [lake.partition_footer(t, key) for t in ("cdrs", "cdr_quarantine")]
+    except (OSError, ValueError):
+        return None
+    return sum(f.num_rows for f in typed if f is not None) if typed[0] is not None else None
+
+
 def land_day(
     contact_center: ContactCenterResource,
     lake: Lake,
@@ -489,9 +509,8 @@ def land_day(
                 finally:
                     day.close()
                 # Read now, after the fetch: the day as the lake holds it when this one would
-                # replace it (the footer only, also from an object store).
-                footer = lake.partition_footer(RAW_CDRS, key)
-                checks.landed_rows = None if footer is None else footer.num_rows
+                # replace it.
+                checks.landed_rows = published_rows(lake, key, log)
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
                 publishing.enter_context(lake.publishing(key))

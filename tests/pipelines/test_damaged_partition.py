@@ -11,29 +11,19 @@ the command that replaces it, `cdrhouse sql` names it too, and that command does
 
 from __future__ import annotations
 
-import struct
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from tests.support.cli import CliRun, clean_env, run_cdrhouse
+from tests.support.damage import damage_footer
 from tests.support.paths import LOCAL_INSTANCE_YAML
 from tests.support.served import ServedSandbox
 from warehouse.lake import Lake
 
 # Deadlines, not waits: a small day's ingest takes ~10 s; before, ~6 minutes of retries.
 INGEST_LIMIT_S = 120.0
-
-
-def _damage_footer(path: Path) -> None:
-    """Flip the first 200 bytes of the Parquet footer (the file keeps its size and magic)."""
-    data = bytearray(path.read_bytes())
-    footer = struct.unpack("<I", data[-8:-4])[0]
-    start = len(data) - 8 - footer
-    for i in range(start, start + min(200, footer)):
-        data[i] ^= 0xA5
-    path.write_bytes(bytes(data))
 
 
 def _ingest(env: dict[str, str], day: date, *flags: str) -> CliRun:
@@ -55,7 +45,7 @@ def test_a_damaged_partition_is_named_at_once_and_re_ingesting_its_day_replaces_
     assert first.code == 0, str(first)
     lake = Lake(str(data_dir / "lake"))
     damaged = Path(lake.partition_url("cdrs", f"date={damaged_day}"))
-    _damage_footer(damaged)
+    damage_footer(damaged)
 
     other = _ingest(env, other_day)
 

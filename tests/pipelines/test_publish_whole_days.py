@@ -33,6 +33,7 @@ from pipelines.checks import SHRINK_TAG
 from pipelines.cli_runs import IngestReport, run_ingest
 from pipelines.definitions import CDR_JOB
 from tests.support.clock import SessionClock
+from tests.support.damage import damage_footer
 from tests.support.lake import warehouse
 from tests.support.oddserver import RewritingApp, record_id, serve_app
 from tests.support.sandboxes import make_sandbox
@@ -398,3 +399,40 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
     if mode == "sms-only":
         assert set(cdrs["type"].to_list()) == {"sms"}
     assert not lake.exists("raw_cdrs", key, rejected=True)
+
+
+def test_a_day_whose_raw_partition_is_damaged_is_replaced_by_fetching_it_again(
+    api: Api, tmp_path: Path
+) -> None:
+    """A failing disk leaves the day's `raw_cdrs` footer unreadable: fetching the day again is
+    the remedy `cdrhouse sql` names, so the shrink check counts the day by its typed tables
+    then (raw = cdrs + quarantine for every day published), and still keeps a day the API
+    answers smaller."""
+    day, key = api.day, f"date={api.day}"
+    lake = Lake((tmp_path / "lake").as_uri())
+    raw_file = Path(lake.partition_url("raw_cdrs", key))
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert api.ingest(tmp_path, instance).success
+        landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
+        answers = _answers(tmp_path, day)
+        damage_footer(raw_file)
+        cdrs_before = _published(tmp_path, day)["cdrs/date=" + day.isoformat() + "/part-0.parquet"]
+        api.mode = "retention-passed"
+        try:
+            bad = api.ingest(tmp_path, instance)
+        finally:
+            api.mode = "exact"
+        (line,) = bad.runs
+        assert not bad.success
+        assert f"0 records received where the lake holds {landed} for the day" in (
+            line.failure or ""
+        )
+        assert _published(tmp_path, day)["cdrs/date=" + day.isoformat() + "/part-0.parquet"] == (
+            cdrs_before
+        )
+        again = api.ingest(tmp_path, instance)
+    assert again.success, again.runs[0].failure
+    raw = lake.read("raw_cdrs", key)
+    assert raw is not None
+    assert raw.height == landed
+    assert _answers(tmp_path, day)["cdrs"] == answers["cdrs"]
