@@ -83,8 +83,8 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         asset=RAW_CDRS,
         blocking=True,
         description=(
-            "A day fetched again holds no more than CDRHOUSE_MAX_DAY_SHRINK (10 %) fewer records "
-            "than the day the lake holds: an API that no longer returns a day in full (a "
+            "A day fetched again holds no more than CDRHOUSE_MAX_DAY_SHRINK (default 10 %) fewer "
+            "records than the day the lake holds: an API that no longer returns a day in full (a "
             "retention window passed, a key that lost a scope, an outage) does not replace it."
         ),
     ),
