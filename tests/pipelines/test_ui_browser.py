@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 
 from models.tables import TABLES
-from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK
+from pipelines.checks import RAW_CDRS, ROW_COUNT_CHECK, SHRINK_CHECK
 from pipelines.names import CDR_GROUP, REPORT_GROUP, SNAPSHOT_GROUP
 from tests.pipelines._dagster_dev import (
     ARTIFACTS_DIR,
@@ -274,7 +274,7 @@ def test_backfill_launched_from_ui_materializes_and_checks(
     node = node_showing(page, RAW_CDRS, "Passed", "filled")
     expect(node).to_be_visible()
     raw = node.text_content() or ""
-    assert "1 / 1 Passed" in raw, raw
+    assert "2 / 2 Passed" in raw, raw  # its row count and its shrink check
     assert f"{round(100 * len(materialized) / len(partition_keys))}% filled" in raw, raw
     # The element read is the raw_cdrs node alone, not a box around several nodes.
     assert [name for name in DRAWN if node.get_by_text(name, exact=True).count()] == [RAW_CDRS]
@@ -343,5 +343,5 @@ def test_launch_partition_backfill_over_graphql_completes(dagster_dev: DagsterDe
     assert status in {"COMPLETED", "COMPLETED_SUCCESS"}, dagster_dev.log_tail()
     raw = dagster_dev.asset_status(RAW_CDRS)
     assert raw.materialized >= set(partitions)
-    # The blocking row-count check ran with the materialization and passed.
-    assert raw.checks == {ROW_COUNT_CHECK: "SUCCEEDED"}
+    # The blocking checks of raw_cdrs ran with the materialization and passed.
+    assert raw.checks == {ROW_COUNT_CHECK: "SUCCEEDED", SHRINK_CHECK: "SUCCEEDED"}
