@@ -91,6 +91,7 @@ DECODE_THREADS = 2
 # With `pii_forgotten`, which a page has under `token` only (`Pseudonymizer.page`): a record
 # that lost a forgotten value says so in `raw_cdrs` too.
 RAW_COLUMNS = landed(RAW_SPEC).column_names
+_LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -442,24 +443,31 @@ def _table_writers(
         }
 
 
-def published_rows(lake: Lake, key: str, log: logging.Logger | dg.DagsterLogManager) -> int | None:
-    """The records of the day the lake holds (None: never published): its `raw_cdrs` footer's
-    row count (the footer only, also from an object store). When that file is damaged
-    (`Lake.unreadable`; fetching the day again is its remedy), its `cdrs` and `cdr_quarantine`
-    footers' (raw = cdrs + quarantine for every day published); when those cannot be read
-    either, None: nothing readable is left to keep."""
-    try:
-        raw = lake.partition_footer(RAW_CDRS, key)
-    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        where = lake.partition_url(RAW_CDRS, key)
-        log.warning(f"{where} cannot be read ({exc}); the day is counted by its cdrs instead")
-    else:
-        return None if raw is None else raw.num_rows
-    try:
-        typed = [lake.partition_footer(t, key) for t in ("cdrs", "cdr_quarantine")]
-    except (OSError, ValueError):
-        return None
-    return sum(f.num_rows for f in typed if f is not None) if typed[0] is not None else None
+def published_counts(
+    lake: Lake, key: str, log: logging.Logger | dg.DagsterLogManager
+) -> tuple[int | None, int | None]:
+    """The records and the `cdrs` rows of the day the lake holds (None: not published), from
+    the partitions' footers (the footer only, also from an object store). A damaged file
+    (`Lake.unreadable`; fetching the day again is its remedy) counts as not published, except
+    `raw_cdrs`, then counted by its `cdrs` and `cdr_quarantine` (raw = cdrs + quarantine for
+    every day published): nothing readable is left unguarded."""
+
+    def rows(table: str) -> int | None:
+        try:
+            footer = lake.partition_footer(table, key)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            where = lake.partition_url(table, key)
+            log.warning(f"{where} cannot be read ({exc}); it is replaced as if absent")
+            return None
+        return None if footer is None else footer.num_rows
+
+    cdrs = rows("cdrs")
+    if not lake.exists(RAW_CDRS, key):
+        return None, cdrs
+    raw = rows(RAW_CDRS)
+    if raw is None and cdrs is not None:
+        raw = cdrs + (rows("cdr_quarantine") or 0)
+    return raw, cdrs
 
 
 def land_day(
@@ -510,7 +518,9 @@ def land_day(
                     day.close()
                 # Read now, after the fetch: the day as the lake holds it when this one would
                 # replace it.
-                checks.landed_rows = published_rows(lake, key, log)
+                checks.landed_rows, landed_cdrs = published_counts(lake, key, log)
+                if "cdrs" in tables:  # else nothing was normalized to compare
+                    checks.landed_cdrs = landed_cdrs
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
                 publishing.enter_context(lake.publishing(key))
@@ -541,10 +551,13 @@ def renormalize_day(
     partition: str,
     tables: Collection[str] = tuple(NORMALIZED_TABLES),
     privacy: PrivacyPolicy = RAW,
+    max_shrink: float = DEFAULT_MAX_DAY_SHRINK,
+    log: logging.Logger | dg.DagsterLogManager = _LOG,
 ) -> tuple[DayStats, DayChecks]:
     """Replace the typed partitions of one day from its `raw_cdrs` partition (no API call),
     by the same rule as `land_day`: only when every blocking check but the API's row count
-    passes; otherwise every typed partition of the day stays as it was."""
+    passes (the shrink check on `cdrs` alone); otherwise every typed partition of the day
+    stays as it was."""
     key = f"date={partition}"
     if not lake.exists(RAW_CDRS, key):
         raise NoRawPartition(
@@ -557,7 +570,7 @@ def renormalize_day(
     # The day's tokens were made when it landed; the typed tables are made under that key.
     lake.check_landing(privacy.key_check)
     stats = DayStats()
-    checks = DayChecks(partition)
+    checks = DayChecks(partition, max_shrink=max_shrink)
     publishing = ExitStack()  # as in `land_day`: exited once every table is published
     try:
         with publishing, _table_writers(lake, key, tables, source, privacy.key_check) as writers:
@@ -571,6 +584,8 @@ def renormalize_day(
                 checks.receive(frame)
                 day.add(frame)
             day.flush()
+            if "cdrs" in tables:
+                checks.landed_cdrs = published_counts(lake, key, log)[1]
             if not checks.whole(stats.rows, None):
                 raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
             publishing.enter_context(lake.publishing(key))

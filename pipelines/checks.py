@@ -5,9 +5,10 @@ it is received and every row group as it is written), so no step reads a partiti
 it; they are check specs of that step. Five of them decide whether the day may replace the
 published one and are blocking (`BLOCKING_CHECKS`): the row count against the API's
 `metadata.total`, ids unique across the day, every `started_at` in the window, raw = cdrs +
-quarantine, and a day fetched again not much smaller than the one the lake holds (an API that
-answers a day with fewer records, consistently, passes the other four: a retention window
-passed, a key that lost a scope, an outage of its index). When one fails, nothing of the day is
+quarantine, and a day made again not much smaller than the one the lake holds, in records or in
+`cdrs` rows (an API that answers a day with fewer records, consistently, passes the other four:
+a retention window passed, a key that lost a scope, an outage of its index; so does one whose
+every record is quarantined, a change of its format). When one fails, nothing of the day is
 published (`pipelines.cdr_day`) and the step fails naming what was wrong. The snapshot checks
 are in `pipelines.defs.snapshots.checks`.
 """
@@ -35,7 +36,7 @@ ROW_COUNT_CHECK = "row_count_matches_api_total"
 IDS_CHECK = "cdrs_ids_unique"
 WINDOW_CHECK = "cdrs_started_at_in_window"
 RAW_ADDS_UP_CHECK = "cdrs_raw_rows_add_up"
-SHRINK_CHECK = "raw_cdrs_not_shrunk"
+SHRINK_CHECK = "cdrs_day_not_shrunk"
 # The checks that prove a day whole: the day is published only when every one passes.
 BLOCKING_CHECKS: tuple[str, ...] = (
     ROW_COUNT_CHECK,
@@ -83,9 +84,10 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         asset=RAW_CDRS,
         blocking=True,
         description=(
-            "A day fetched again holds no more than CDRHOUSE_MAX_DAY_SHRINK (default 10 %) fewer "
-            "records than the day the lake holds: an API that no longer returns a day in full (a "
-            "retention window passed, a key that lost a scope, an outage) does not replace it."
+            "A day made again holds no more than CDRHOUSE_MAX_DAY_SHRINK (default 10 %) fewer "
+            "records, nor fewer cdrs rows, than the day the lake holds: an API that no longer "
+            "returns a day in full (a retention window passed, a key that lost a scope, an "
+            "outage), or sends it in a form that no longer reads, does not replace it."
         ),
     ),
     dg.AssetCheckSpec(
@@ -138,9 +140,10 @@ class DayChecks:
     quarantined: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[str] = field(default_factory=list)
-    # The rows of the day's published `raw_cdrs` (None: none published, or not fetched again),
-    # and how much smaller than those the day fetched may be (`shrunk`).
+    # The rows of the day's published `raw_cdrs` and `cdrs` (None: not published, or not made
+    # again by this step), and how much smaller than those this step's may be (`shrunk`).
     landed_rows: int | None = None
+    landed_cdrs: int | None = None
     max_shrink: float = DEFAULT_MAX_DAY_SHRINK
     _duplicates: pl.Series | None = field(default=None, repr=False)
 
@@ -199,13 +202,20 @@ class DayChecks:
             self._duplicates = ordered.filter(ordered == ordered.shift(1)).unique()
         return self._duplicates
 
-    def shrunk(self, rows: int) -> bool:
-        """Whether `rows` fetched lose more of the lake's `landed_rows` than `max_shrink` allows
-        (rounded up: a small day may lose one record, as the source deletes one)."""
-        if self.landed_rows is None:
+    def _lost(self, landed: int | None, now: int) -> bool:
+        """Whether `now` rows lose more of `landed` than `max_shrink` allows (rounded up: a
+        small day may lose one record, as the source deletes one)."""
+        if landed is None:
             return False
-        allowed = math.ceil(round(self.landed_rows * self.max_shrink, 6))
-        return self.landed_rows - rows > allowed
+        return landed - now > math.ceil(round(landed * self.max_shrink, 6))
+
+    def shrunk(self, rows: int) -> bool:
+        """Whether the day made again (`rows` records) is smaller than the lake's, past the
+        limit: fewer records (an API that answers the day smaller), or fewer of them
+        normalized into `cdrs` (records sent in a form that no longer reads, quarantined)."""
+        return self._lost(self.landed_rows, rows) or self._lost(
+            self.landed_cdrs, self.table_rows.get("cdrs", 0)
+        )
 
     def passes(self, rows: int, api_total: int | None) -> dict[str, bool]:
         """Each blocking check's verdict, from the tallies alone (no I/O): what decides whether
@@ -215,24 +225,47 @@ class DayChecks:
             IDS_CHECK: self.duplicate_hashes().len() == 0,
             WINDOW_CHECK: self.outside == 0,
             RAW_ADDS_UP_CHECK: self.raw_rows == self.table_rows.get("cdrs", 0) + self.quarantined,
-            SHRINK_CHECK: api_total is None or not self.shrunk(rows),
+            SHRINK_CHECK: not self.shrunk(rows),
         }
 
     def shrink_result(self, rows: int) -> dg.AssetCheckResult:
-        """`SHRINK_CHECK` of a day fetched again: `rows` received against the lake's."""
-        landed = self.landed_rows
-        lost = 0.0 if not landed else (landed - rows) / landed
+        """`SHRINK_CHECK` of a day made again: `rows` records, their `cdrs` rows, against the
+        lake's."""
+        landed, cdrs = self.landed_rows, self.table_rows.get("cdrs", 0)
+        accept = (
+            f"{MAX_DAY_SHRINK_VAR} allows {self.max_shrink:.0%}): {{why}}; if that is really "
+            f"the day now, run it again with the run tag {SHRINK_TAG}=1 (`cdrhouse ingest`: "
+            f"{MAX_DAY_SHRINK_VAR}=1)"
+        )
+        if self._lost(landed, rows):
+            assert landed is not None
+            problem = (
+                f"{rows} records received where the lake holds {landed} for the day "
+                f"({(landed - rows) / landed:.1%} fewer; "
+                + accept.format(
+                    why="a day the API no longer returns in full (a retention window passed, "
+                    "a key that lost a scope, an outage) does not replace it"
+                )
+            )
+        else:
+            held = self.landed_cdrs or 0
+            reasons = ", ".join(f"{n} {reason}" for reason, n in list(self.reasons.items())[:3])
+            problem = (
+                f"{cdrs} of {rows} records normalized into cdrs where the lake's cdrs holds "
+                f"{held} for the day ({self.quarantined} quarantined: {reasons or 'none'}; "
+                + accept.format(
+                    why="records the API now sends in a form cdrhouse does not read (a change "
+                    "of the API's format) do not empty the day's typed tables"
+                )
+            )
         return _result(
             SHRINK_CHECK,
             not self.shrunk(rows),
-            f"{rows} records received where the lake holds {landed} for the day ({lost:.1%} "
-            f"fewer; {MAX_DAY_SHRINK_VAR} allows {self.max_shrink:.0%}): a day the API no "
-            "longer returns in full (a retention window passed, a key that lost a scope, an "
-            "outage) does not replace it; if those records are really gone at the source, run "
-            f"the day again with the run tag {SHRINK_TAG}=1 (`cdrhouse ingest`: "
-            f"{MAX_DAY_SHRINK_VAR}=1)",
+            problem,
             rows=rows,
             landed_rows=landed,
+            cdrs_rows=cdrs,
+            landed_cdrs_rows=self.landed_cdrs,
             max_shrink=self.max_shrink,
         )
 

@@ -351,8 +351,8 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     max_day_shrink: float = Field(
         default=DEFAULT_MAX_DAY_SHRINK,
         description=(
-            "CDRHOUSE_MAX_DAY_SHRINK: how much smaller (a fraction) a day fetched again may be "
-            "than the day the lake holds before it is held (check raw_cdrs_not_shrunk)."
+            "CDRHOUSE_MAX_DAY_SHRINK: how much smaller (a fraction) a day made again may be "
+            "than the day the lake holds before it is held (check cdrs_day_not_shrunk)."
         ),
     )
     currency: str | None = Field(

@@ -53,7 +53,7 @@ class Settings(KpiVariables, ReportVariables):
     lake_uri: str | None = Field(None, alias="CDRHOUSE_LAKE_URI")
     start_date: date = Field(DEFAULT_START_DATE, alias="CDRHOUSE_START_DATE")
     lookback_days: int = Field(DEFAULT_LOOKBACK_DAYS, alias="CDRHOUSE_LOOKBACK_DAYS", ge=0, le=366)
-    # How much smaller a day fetched again may be than the lake's (`raw_cdrs_not_shrunk`).
+    # How much smaller a day fetched again may be than the lake's (`cdrs_day_not_shrunk`).
     max_day_shrink: float = Field(
         DEFAULT_MAX_DAY_SHRINK, alias=MAX_DAY_SHRINK_VAR, ge=0.0, le=1.0, allow_inf_nan=False
     )

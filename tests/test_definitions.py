@@ -24,7 +24,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
     assert repo.get_sensor_def("contact_center_report_after_nightly")
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
     assert ("raw_cdrs", "row_count_matches_api_total") in checks
-    assert ("raw_cdrs", "raw_cdrs_not_shrunk") in checks
+    assert ("raw_cdrs", "cdrs_day_not_shrunk") in checks
     assert ("cdrs", "cdrs_users_known") in checks
     assert ("balance_snapshots", "balance_is_decimal") in checks
     assert ("agg_daily_volume", "agg_daily_volume_matches_cdrs") in checks
@@ -36,7 +36,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
     assert ("cdrs", "newest_due_day_landed") not in {
         (k.asset_key.to_user_string(), k.name) for k in day_checks
     }
-    # + cdrs_raw_rows_add_up, raw_cdrs_not_shrunk, and call_values_mapped on the day's
+    # + cdrs_raw_rows_add_up, cdrs_day_not_shrunk, and call_values_mapped on the day's
     # agg_call_intervals
     assert len(day_checks) == 11
     # The checks proving a day whole are blocking; an odd record in quarantine is not.
@@ -50,7 +50,7 @@ def test_definitions_load_and_pin_asset_keys() -> None:
         ("cdrs", "cdrs_ids_unique"),
         ("cdrs", "cdrs_started_at_in_window"),
         ("cdrs", "cdrs_raw_rows_add_up"),
-        ("raw_cdrs", "raw_cdrs_not_shrunk"),
+        ("raw_cdrs", "cdrs_day_not_shrunk"),
     }
     # The aggregates are partitioned like the CDR days and downstream of the typed tables.
     agg = repo.asset_graph.get(dg.AssetKey("agg_daily_volume"))

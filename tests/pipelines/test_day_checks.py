@@ -198,7 +198,7 @@ def test_a_day_fetched_again_is_held_when_it_lost_more_than_the_limit(
     assert not checks.shrunk(landed + 100)  # more records than before: late ones, never held
     result = checks.shrink_result(held)
     assert not result.passed
-    assert blocking_problems([result]) == [f"raw_cdrs_not_shrunk: {result.description}"]
+    assert blocking_problems([result]) == [f"cdrs_day_not_shrunk: {result.description}"]
     assert checks.shrink_result(kept).passed
 
 
@@ -206,7 +206,6 @@ def test_a_shrunk_day_names_both_counts_and_how_to_accept_it() -> None:
     checks = _fold(_group(_rec(1), _rec(2)))
     checks.landed_rows = 6000
     assert not checks.whole(2, 2)
-    assert checks.whole(2, None)  # a re-normalization reads the lake's own records
     result = checks.shrink_result(2)
     assert (result.description or "").startswith(
         "2 records received where the lake holds 6000 for the day (100.0% fewer; "
@@ -235,3 +234,24 @@ def test_a_bad_run_tag_says_what_is_expected(value: str) -> None:
     with pytest.raises(ValueError, match="expected a fraction from 0 to 1") as info:
         shrink_limit({SHRINK_TAG: value}, 0.1)
     assert str(info.value).startswith(f"run tag {SHRINK_TAG}={value!r}: ")
+
+
+def test_a_day_whose_records_no_longer_normalize_is_held_by_its_cdrs_rows() -> None:
+    # The same records as the lake's, two of three now quarantined (their cost a string).
+    checks = _fold(_group(_rec(1, cost="1.0"), _rec(2, cost="2.0"), _rec(3)))
+    checks.landed_rows, checks.landed_cdrs = 3, 3
+    assert checks.shrunk(3)
+    assert not checks.whole(3, 3)
+    assert not checks.whole(3, None)  # normalized again from the lake: held too
+    result = checks.shrink_result(3)
+    assert (result.description or "").startswith(
+        "1 of 3 records normalized into cdrs where the lake's cdrs holds 3 for the day "
+        "(2 quarantined: 2 cost is a string; CDRHOUSE_MAX_DAY_SHRINK allows 10%)"
+    )
+    assert result.metadata["cdrs_rows"].value == 1
+    # One odd record of a day still lands it; so does a run that accepts the day.
+    one = _fold(_group(_rec(1, cost="1.0"), _rec(2), _rec(3)))
+    one.landed_rows, one.landed_cdrs = 3, 3
+    assert not one.shrunk(3)
+    checks.max_shrink = 1.0
+    assert checks.whole(3, 3)

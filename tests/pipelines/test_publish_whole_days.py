@@ -35,7 +35,7 @@ from pipelines.definitions import CDR_JOB
 from tests.support.clock import SessionClock
 from tests.support.damage import damage_footer
 from tests.support.lake import warehouse
-from tests.support.oddserver import RewritingApp, record_id, serve_app
+from tests.support.oddserver import RewritingApp, cost_token, record_id, serve_app, with_cost
 from tests.support.sandboxes import make_sandbox
 from tests.support.served import ServedSandbox
 from warehouse.duck import WAREHOUSE_FILE
@@ -68,6 +68,8 @@ class Api:
     mode: str = "exact"
 
     def rewrite(self, record: bytes) -> bytes:
+        if self.mode == "string-costs":
+            return with_cost(record, b'"' + cost_token(record) + b'"')
         if self.mode != "repeats":
             return record
         own = record_id(record)
@@ -353,7 +355,7 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
             assert not bad.success
             assert line.failure is not None
             assert (
-                f"day {day} not published: raw_cdrs_not_shrunk: {smaller} records received "
+                f"day {day} not published: cdrs_day_not_shrunk: {smaller} records received "
                 f"where the lake holds {landed} for the day"
             ) in line.failure
             assert f"run tag {SHRINK_TAG}=1" in line.failure
@@ -390,7 +392,7 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
             api.mode = "exact"
     assert accepted.success
     checks = {c.check_name: c for c in accepted.get_asset_check_evaluations()}
-    assert checks["raw_cdrs_not_shrunk"].passed
+    assert checks["cdrs_day_not_shrunk"].passed
     raw = lake.read("raw_cdrs", key)
     cdrs = lake.read("cdrs", key)
     assert raw is not None
@@ -436,3 +438,72 @@ def test_a_day_whose_raw_partition_is_damaged_is_replaced_by_fetching_it_again(
     assert raw is not None
     assert raw.height == landed
     assert _answers(tmp_path, day)["cdrs"] == answers["cdrs"]
+
+
+def test_a_day_whose_records_no_longer_read_keeps_its_typed_tables(
+    api: Api, tmp_path: Path
+) -> None:
+    """The API starts sending every cost as a JSON string (a format change, not an odd record):
+    each record is quarantined, which does not block a day, and the day's `cdrs`, type tables
+    and aggregates were replaced by empty ones (raw_cdrs kept them). Now the day is held, the
+    same way when it is normalized again from a `raw_cdrs` of such records, until a run
+    accepts it."""
+    day, key = api.day, f"date={api.day}"
+    lake = Lake((tmp_path / "lake").as_uri())
+    job = api.served.defs(tmp_path).resolve_job_def(CDR_JOB)
+    typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert api.ingest(tmp_path, instance).success
+        landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
+        before = _published(tmp_path, day)
+        answers = _answers(tmp_path, day)
+        api.mode = "string-costs"
+        try:
+            bad = api.ingest(tmp_path, instance)
+        finally:
+            api.mode = "exact"
+        (line,) = bad.runs
+        assert not bad.success
+        assert (
+            f"cdrs_day_not_shrunk: 0 of {landed} records normalized into cdrs where the lake's "
+            f"cdrs holds {landed} for the day ({landed} quarantined: {landed} "
+        ) in (line.failure or "")
+        assert _published(tmp_path, day) == before
+        assert _answers(tmp_path, day) == answers
+
+        # The same records as the day's published raw_cdrs (as a run before this check left
+        # them), normalized again without the API: held too.
+        raw = lake.read("raw_cdrs", key)
+        assert raw is not None
+        strings = raw.with_columns(
+            pl.Series("record", [_string_cost(r) for r in raw["record"].to_list()])
+        )
+        lake.write("raw_cdrs", key, strings, source=lake.partition_source("raw_cdrs", key))
+        before = _published(tmp_path, day)
+        again = job.execute_in_process(
+            partition_key=day.isoformat(),
+            instance=instance,
+            asset_selection=typed,
+            raise_on_error=False,
+        )
+        assert not again.success
+        (failure,) = [e for e in again.all_events if e.is_step_failure]
+        user = failure.step_failure_data.user_failure_data
+        assert user is not None
+        assert f"cdrs_day_not_shrunk: 0 of {landed} records normalized" in (user.description or "")
+        assert _published(tmp_path, day) == before
+        accepted = job.execute_in_process(
+            partition_key=day.isoformat(),
+            instance=instance,
+            asset_selection=typed,
+            tags={SHRINK_TAG: "1"},
+            raise_on_error=False,
+        )
+    assert accepted.success
+    quarantine = lake.read("cdr_quarantine", key)
+    assert quarantine is not None
+    assert quarantine.height == landed
+
+
+def _string_cost(record: str) -> str:
+    return with_cost(record.encode(), b'"' + cost_token(record.encode()) + b'"').decode()

@@ -115,12 +115,12 @@ def build_cdr_assets(
         lake = warehouse.lake(scope.account_id)
         begun = time.perf_counter()
         fetched = RAW_CDRS in selected
+        try:
+            max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
+        except ValueError as exc:
+            raise config_failure(str(exc), "BadRunTag") from None
         if fetched:
             contact_center.settings()  # no source: fail now, naming it first
-            try:
-                max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
-            except ValueError as exc:
-                raise config_failure(str(exc), "BadRunTag") from None
             try:
                 stats, checks = land_day(
                     contact_center,
@@ -138,7 +138,9 @@ def build_cdr_assets(
             # No API call, but the typed tables land: the same rule for callers' numbers.
             privacy = contact_center.privacy()
             try:
-                stats, checks = renormalize_day(lake, partition, tables, privacy=privacy)
+                stats, checks = renormalize_day(
+                    lake, partition, tables, privacy=privacy, max_shrink=max_shrink, log=context.log
+                )
             except NoRawPartition as exc:
                 raise config_failure(str(exc), "NoRawPartition") from None
             api_total = None
@@ -147,7 +149,7 @@ def build_cdr_assets(
         results: list[dg.AssetCheckResult] = []
         if fetched:
             results.append(row_count_result(stats.rows, stats.api_total))
-            results.append(checks.shrink_result(stats.rows))
+        results.append(checks.shrink_result(stats.rows))
         if tables or not whole:
             # The received ids: in the raw records, rejected when the day was not whole.
             def received_ids() -> Iterator[pl.Series]:
