@@ -89,6 +89,19 @@ class Api:
             defs, [self.day.isoformat()], instance=instance, data_dir=data_dir, snapshots=False
         )
 
+    def failure_in(self, mode: str, data_dir: Path, instance: dg.DagsterInstance) -> str:
+        """The day ingested through the server in `mode` (then `exact` again): its run failed;
+        what it said."""
+        self.mode = mode
+        try:
+            report = self.ingest(data_dir, instance)
+        finally:
+            self.mode = "exact"
+        (line,) = report.runs
+        assert not report.success
+        assert line.failure is not None
+        return line.failure
+
 
 def _agent_call_at(base_url: str, api_key: str, sandbox: Any, at: datetime) -> str:
     """An agent's call started through the API at `at` (the sandbox's clock), hung up a minute
@@ -130,6 +143,30 @@ def api(clock: SessionClock) -> Iterator[Api]:
         api = Api(app, served, day, {ids[at]: ids[twin] for at, twin in REPEATS.items()})
         holder.append(api)
         yield api
+
+
+def _normalize_again(
+    api: Api, data_dir: Path, instance: dg.DagsterInstance, **tags: str
+) -> dg.ExecuteInProcessResult:
+    """The day's typed tables materialized without `raw_cdrs`: normalized again from the lake."""
+    job = api.served.defs(data_dir).resolve_job_def(CDR_JOB)
+    typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
+    return job.execute_in_process(
+        partition_key=api.day.isoformat(),
+        instance=instance,
+        asset_selection=typed,
+        tags=tags,
+        raise_on_error=False,
+    )
+
+
+def _step_failure(result: dg.ExecuteInProcessResult) -> str:
+    """What the run's one failed step (the day's) said."""
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "raw_cdrs"
+    user = failure.step_failure_data.user_failure_data
+    assert user is not None
+    return user.description or ""
 
 
 def _published(data_dir: Path, day: date) -> dict[str, str]:
@@ -284,25 +321,13 @@ def test_renormalizing_a_day_whose_raw_records_repeat_ids_publishes_nothing(
         before = _published(tmp_path, day)
         answers = _answers(tmp_path, day)
 
-        defs = api.served.defs(tmp_path)
-        job = defs.resolve_job_def(CDR_JOB)
-        typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
-        result = job.execute_in_process(
-            partition_key=day.isoformat(),
-            instance=instance,
-            asset_selection=typed,
-            raise_on_error=False,
-        )
+        result = _normalize_again(api, tmp_path, instance)
     assert not result.success
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     assert not checks["cdrs_ids_unique"].passed
     assert (checks["cdrs_ids_unique"].description or "").startswith("3 duplicate ids among 6003")
     assert result.get_asset_materialization_events() == []
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "raw_cdrs"
-    user = failure.step_failure_data.user_failure_data
-    assert user is not None
-    assert "cdrs_ids_unique: 3 duplicate ids" in (user.description or "")
+    assert "cdrs_ids_unique: 3 duplicate ids" in _step_failure(result)
     assert _published(tmp_path, day) == before
     assert _answers(tmp_path, day) == answers
 
@@ -313,22 +338,11 @@ def test_normalizing_a_day_without_a_published_raw_partition_publishes_nothing(
     """A rejected (or never landed) day has no `raw_cdrs` partition: the typed tables asked for
     alone must fail saying so, not publish an empty day that every check would call whole."""
     day = api.day
-    defs = api.served.defs(tmp_path)
-    job = defs.resolve_job_def(CDR_JOB)
-    typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
     with dg.DagsterInstance.ephemeral() as instance:
-        result = job.execute_in_process(
-            partition_key=day.isoformat(),
-            instance=instance,
-            asset_selection=typed,
-            raise_on_error=False,
-        )
+        result = _normalize_again(api, tmp_path, instance)
     assert not result.success
     assert result.get_asset_materialization_events() == []
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    user = failure.step_failure_data.user_failure_data
-    assert user is not None
-    assert "no published raw_cdrs partition" in (user.description or "")
+    assert "no published raw_cdrs partition" in _step_failure(result)
     assert _published(tmp_path, day) == {}
 
 
@@ -346,25 +360,21 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
         landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
         before = _published(tmp_path, day)
         answers = _answers(tmp_path, day)
+        failure = api.failure_in(mode, tmp_path, instance)
+        # What the API sent waits in the rejected area, out of every reader's way.
+        kept = list(lake.iter_batches("raw_cdrs", key, rejected=True))
+        smaller = sum(batch.height for batch in kept)
+        assert smaller < landed * 0.9
+        assert (
+            f"day {day} not published: cdrs_day_not_shrunk: {smaller} records received "
+            f"where the lake holds {landed} for the day"
+        ) in failure
+        assert f"run tag {SHRINK_TAG}=1" in failure
+        assert _published(tmp_path, day) == before
+        assert _answers(tmp_path, day) == answers
         api.mode = mode
         try:
-            smaller = api.served.api_total(day)
-            assert smaller < landed * 0.9
-            bad = api.ingest(tmp_path, instance)
-            (line,) = bad.runs
-            assert not bad.success
-            assert line.failure is not None
-            assert (
-                f"day {day} not published: cdrs_day_not_shrunk: {smaller} records received "
-                f"where the lake holds {landed} for the day"
-            ) in line.failure
-            assert f"run tag {SHRINK_TAG}=1" in line.failure
-            assert _published(tmp_path, day) == before
-            assert _answers(tmp_path, day) == answers
-            # What the API sent waits in the rejected area, out of every reader's way.
-            kept = list(lake.iter_batches("raw_cdrs", key, rejected=True))
-            assert sum(batch.height for batch in kept) == smaller
-
+            assert api.served.api_total(day) == smaller
             job = api.served.defs(tmp_path).resolve_job_def(CDR_JOB)
             # A tag that is not a limit stops the step before the API is asked.
             odd = job.execute_in_process(
@@ -374,10 +384,7 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
                 raise_on_error=False,
             )
             assert not odd.success
-            (failure,) = [e for e in odd.all_events if e.is_step_failure]
-            user = failure.step_failure_data.user_failure_data
-            assert user is not None
-            assert (user.description or "").startswith(
+            assert _step_failure(odd).startswith(
                 f"run tag {SHRINK_TAG}='all': expected a fraction from 0 to 1"
             )
             assert _published(tmp_path, day) == before
@@ -418,20 +425,11 @@ def test_a_day_whose_raw_partition_is_damaged_is_replaced_by_fetching_it_again(
         landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
         answers = _answers(tmp_path, day)
         damage_footer(raw_file)
-        cdrs_before = _published(tmp_path, day)["cdrs/date=" + day.isoformat() + "/part-0.parquet"]
-        api.mode = "retention-passed"
-        try:
-            bad = api.ingest(tmp_path, instance)
-        finally:
-            api.mode = "exact"
-        (line,) = bad.runs
-        assert not bad.success
-        assert f"0 records received where the lake holds {landed} for the day" in (
-            line.failure or ""
-        )
-        assert _published(tmp_path, day)["cdrs/date=" + day.isoformat() + "/part-0.parquet"] == (
-            cdrs_before
-        )
+        cdrs_file = f"cdrs/{key}/part-0.parquet"
+        cdrs_before = _published(tmp_path, day)[cdrs_file]
+        failure = api.failure_in("retention-passed", tmp_path, instance)
+        assert f"0 records received where the lake holds {landed} for the day" in failure
+        assert _published(tmp_path, day)[cdrs_file] == cdrs_before
         again = api.ingest(tmp_path, instance)
     assert again.success, again.runs[0].failure
     raw = lake.read("raw_cdrs", key)
@@ -450,24 +448,16 @@ def test_a_day_whose_records_no_longer_read_keeps_its_typed_tables(
     accepts it."""
     day, key = api.day, f"date={api.day}"
     lake = Lake((tmp_path / "lake").as_uri())
-    job = api.served.defs(tmp_path).resolve_job_def(CDR_JOB)
-    typed = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "raw_cdrs"]
     with dg.DagsterInstance.ephemeral() as instance:
         assert api.ingest(tmp_path, instance).success
         landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
         before = _published(tmp_path, day)
         answers = _answers(tmp_path, day)
-        api.mode = "string-costs"
-        try:
-            bad = api.ingest(tmp_path, instance)
-        finally:
-            api.mode = "exact"
-        (line,) = bad.runs
-        assert not bad.success
+        failure = api.failure_in("string-costs", tmp_path, instance)
         assert (
             f"cdrs_day_not_shrunk: 0 of {landed} records normalized into cdrs where the lake's "
             f"cdrs holds {landed} for the day ({landed} quarantined: {landed} "
-        ) in (line.failure or "")
+        ) in failure
         assert _published(tmp_path, day) == before
         assert _answers(tmp_path, day) == answers
 
@@ -480,25 +470,11 @@ def test_a_day_whose_records_no_longer_read_keeps_its_typed_tables(
         )
         lake.write("raw_cdrs", key, strings, source=lake.partition_source("raw_cdrs", key))
         before = _published(tmp_path, day)
-        again = job.execute_in_process(
-            partition_key=day.isoformat(),
-            instance=instance,
-            asset_selection=typed,
-            raise_on_error=False,
-        )
+        again = _normalize_again(api, tmp_path, instance)
         assert not again.success
-        (failure,) = [e for e in again.all_events if e.is_step_failure]
-        user = failure.step_failure_data.user_failure_data
-        assert user is not None
-        assert f"cdrs_day_not_shrunk: 0 of {landed} records normalized" in (user.description or "")
+        assert f"cdrs_day_not_shrunk: 0 of {landed} records normalized" in _step_failure(again)
         assert _published(tmp_path, day) == before
-        accepted = job.execute_in_process(
-            partition_key=day.isoformat(),
-            instance=instance,
-            asset_selection=typed,
-            tags={SHRINK_TAG: "1"},
-            raise_on_error=False,
-        )
+        accepted = _normalize_again(api, tmp_path, instance, **{SHRINK_TAG: "1"})
     assert accepted.success
     quarantine = lake.read("cdr_quarantine", key)
     assert quarantine is not None
