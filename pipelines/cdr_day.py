@@ -444,13 +444,17 @@ def _table_writers(
 
 
 def published_counts(
-    lake: Lake, key: str, log: logging.Logger | dg.DagsterLogManager
-) -> tuple[int | None, int | None]:
-    """The records and the `cdrs` rows of the day the lake holds (None: not published), from
-    the partitions' footers (the footer only, also from an object store). A damaged file
-    (`Lake.unreadable`; fetching the day again is its remedy) counts as not published, except
-    `raw_cdrs`, then counted by its `cdrs` and `cdr_quarantine` (raw = cdrs + quarantine for
-    every day published): nothing readable is left unguarded."""
+    lake: Lake,
+    key: str,
+    tables: Collection[str],
+    log: logging.Logger | dg.DagsterLogManager,
+) -> tuple[int | None, dict[str, int]]:
+    """The records of the day the lake holds (None: not published), and the rows of each of
+    its published `tables` but the quarantine, from the partitions' footers (the footer only,
+    also from an object store). A damaged file (`Lake.unreadable`; fetching the day again is
+    its remedy) counts as not published, except `raw_cdrs`, then counted by its `cdrs` and
+    `cdr_quarantine` (raw = cdrs + quarantine for every day published): nothing readable is
+    left unguarded."""
 
     def rows(table: str) -> int | None:
         try:
@@ -461,13 +465,18 @@ def published_counts(
             return None
         return None if footer is None else footer.num_rows
 
-    cdrs = rows("cdrs")
+    counted = {t: rows(t) for t in {*tables, "cdrs", "cdr_quarantine"}}
+    # Fewer quarantined rows is a mend, not a loss.
+    typed = {
+        t: n for t, n in counted.items() if t in tables and t != "cdr_quarantine" and n is not None
+    }
     if not lake.exists(RAW_CDRS, key):
-        return None, cdrs
+        return None, typed
     raw = rows(RAW_CDRS)
+    cdrs = counted["cdrs"]
     if raw is None and cdrs is not None:
-        raw = cdrs + (rows("cdr_quarantine") or 0)
-    return raw, cdrs
+        raw = cdrs + (counted["cdr_quarantine"] or 0)
+    return raw, typed
 
 
 def land_day(
@@ -518,9 +527,7 @@ def land_day(
                     day.close()
                 # Read now, after the fetch: the day as the lake holds it when this one would
                 # replace it.
-                checks.landed_rows, landed_cdrs = published_counts(lake, key, log)
-                if "cdrs" in tables:  # else nothing was normalized to compare
-                    checks.landed_cdrs = landed_cdrs
+                checks.landed_rows, checks.landed_tables = published_counts(lake, key, tables, log)
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
                 publishing.enter_context(lake.publishing(key))
@@ -584,8 +591,7 @@ def renormalize_day(
                 checks.receive(frame)
                 day.add(frame)
             day.flush()
-            if "cdrs" in tables:
-                checks.landed_cdrs = published_counts(lake, key, log)[1]
+            checks.landed_tables = published_counts(lake, key, tables, log)[1]
             if not checks.whole(stats.rows, None):
                 raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
             publishing.enter_context(lake.publishing(key))

@@ -6,11 +6,11 @@ it; they are check specs of that step. Five of them decide whether the day may r
 published one and are blocking (`BLOCKING_CHECKS`): the row count against the API's
 `metadata.total`, ids unique across the day, every `started_at` in the window, raw = cdrs +
 quarantine, and a day made again not much smaller than the one the lake holds, in records or in
-`cdrs` rows (an API that answers a day with fewer records, consistently, passes the other four:
-a retention window passed, a key that lost a scope, an outage of its index; so does one whose
-every record is quarantined, a change of its format). When one fails, nothing of the day is
-published (`pipelines.cdr_day`) and the step fails naming what was wrong. The snapshot checks
-are in `pipelines.defs.snapshots.checks`.
+the rows of a typed table (an API that answers a day with fewer records, consistently, passes
+the other four: a retention window passed, a key that lost a scope, an outage of its index; so
+does one whose every record is quarantined or whose type is renamed, a change of its format).
+When one fails, nothing of the day is published (`pipelines.cdr_day`) and the step fails naming
+what was wrong. The snapshot checks are in `pipelines.defs.snapshots.checks`.
 """
 
 import math
@@ -85,9 +85,10 @@ CDR_CHECK_SPECS: tuple[dg.AssetCheckSpec, ...] = (
         blocking=True,
         description=(
             "A day made again holds no more than CDRHOUSE_MAX_DAY_SHRINK (default 10 %) fewer "
-            "records, nor fewer cdrs rows, than the day the lake holds: an API that no longer "
-            "returns a day in full (a retention window passed, a key that lost a scope, an "
-            "outage), or sends it in a form that no longer reads, does not replace it."
+            "records, nor fewer rows in cdrs or a type table, than the day the lake holds: an "
+            "API that no longer returns a day in full (a retention window passed, a key that "
+            "lost a scope, an outage), or sends it in a form that no longer reads, does not "
+            "replace it."
         ),
     ),
     dg.AssetCheckSpec(
@@ -140,10 +141,11 @@ class DayChecks:
     quarantined: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[str] = field(default_factory=list)
-    # The rows of the day's published `raw_cdrs` and `cdrs` (None: not published, or not made
-    # again by this step), and how much smaller than those this step's may be (`shrunk`).
+    # The rows of the day's published `raw_cdrs` (None: not published, or not fetched again)
+    # and of its typed tables this step makes again (those published), and how much smaller
+    # than those this step's may be (`shrunk`).
     landed_rows: int | None = None
-    landed_cdrs: int | None = None
+    landed_tables: dict[str, int] = field(default_factory=dict)
     max_shrink: float = DEFAULT_MAX_DAY_SHRINK
     _duplicates: pl.Series | None = field(default=None, repr=False)
 
@@ -209,13 +211,20 @@ class DayChecks:
             return False
         return landed - now > math.ceil(round(landed * self.max_shrink, 6))
 
+    def _shrunk_tables(self) -> list[str]:
+        """The typed tables made again with fewer rows than the lake's, past the limit."""
+        return [
+            table
+            for table, landed in self.landed_tables.items()
+            if self._lost(landed, self.table_rows.get(table, 0))
+        ]
+
     def shrunk(self, rows: int) -> bool:
         """Whether the day made again (`rows` records) is smaller than the lake's, past the
-        limit: fewer records (an API that answers the day smaller), or fewer of them
-        normalized into `cdrs` (records sent in a form that no longer reads, quarantined)."""
-        return self._lost(self.landed_rows, rows) or self._lost(
-            self.landed_cdrs, self.table_rows.get("cdrs", 0)
-        )
+        limit: fewer records (an API that answers the day smaller), or fewer rows in one of its
+        typed tables (records sent in a form that no longer reads, quarantined, or under a
+        type name the tables do not know)."""
+        return self._lost(self.landed_rows, rows) or bool(self._shrunk_tables())
 
     def passes(self, rows: int, api_total: int | None) -> dict[str, bool]:
         """Each blocking check's verdict, from the tallies alone (no I/O): what decides whether
@@ -229,16 +238,16 @@ class DayChecks:
         }
 
     def shrink_result(self, rows: int) -> dg.AssetCheckResult:
-        """`SHRINK_CHECK` of a day made again: `rows` records, their `cdrs` rows, against the
-        lake's."""
-        landed, cdrs = self.landed_rows, self.table_rows.get("cdrs", 0)
+        """`SHRINK_CHECK` of a day made again: `rows` records, and its typed tables' rows,
+        against the lake's."""
+        landed, tables = self.landed_rows, self._shrunk_tables()
         accept = (
             f"{MAX_DAY_SHRINK_VAR} allows {self.max_shrink:.0%}): {{why}}; if that is really "
             f"the day now, run it again with the run tag {SHRINK_TAG}=1 (`cdrhouse ingest`: "
             f"{MAX_DAY_SHRINK_VAR}=1)"
         )
-        if self._lost(landed, rows):
-            assert landed is not None
+        problem = None
+        if landed is not None and self._lost(landed, rows):
             problem = (
                 f"{rows} records received where the lake holds {landed} for the day "
                 f"({(landed - rows) / landed:.1%} fewer; "
@@ -247,25 +256,29 @@ class DayChecks:
                     "a key that lost a scope, an outage) does not replace it"
                 )
             )
-        else:
-            held = self.landed_cdrs or 0
+        elif tables:
+            table = tables[0]
             reasons = ", ".join(f"{n} {reason}" for reason, n in list(self.reasons.items())[:3])
+            types = ", ".join(f"{n} {kind}" for kind, n in sorted(self.by_type.items()))
             problem = (
-                f"{cdrs} of {rows} records normalized into cdrs where the lake's cdrs holds "
-                f"{held} for the day ({self.quarantined} quarantined: {reasons or 'none'}; "
+                f"{self.table_rows.get(table, 0)} of {rows} records normalized into {table} "
+                f"where the lake's {table} holds {self.landed_tables[table]} for the day "
+                f"({self.quarantined} quarantined: {reasons or 'none'}; types received: "
+                f"{types or 'none'}; "
                 + accept.format(
-                    why="records the API now sends in a form cdrhouse does not read (a change "
-                    "of the API's format) do not empty the day's typed tables"
+                    why="records the API now sends in a form cdrhouse does not read, or under "
+                    "another type name (a change of the API's format), do not empty the "
+                    "day's typed tables"
                 )
             )
         return _result(
             SHRINK_CHECK,
-            not self.shrunk(rows),
+            problem is None,
             problem,
             rows=rows,
             landed_rows=landed,
-            cdrs_rows=cdrs,
-            landed_cdrs_rows=self.landed_cdrs,
+            table_rows={t: self.table_rows.get(t, 0) for t in self.landed_tables},
+            landed_table_rows=dict(self.landed_tables),
             max_shrink=self.max_shrink,
         )
 

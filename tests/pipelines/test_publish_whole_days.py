@@ -70,6 +70,8 @@ class Api:
     def rewrite(self, record: bytes) -> bytes:
         if self.mode == "string-costs":
             return with_cost(record, b'"' + cost_token(record) + b'"')
+        if self.mode == "sms-renamed":
+            return record.replace(b'"type":"sms"', b'"type":"text_message"', 1)
         if self.mode != "repeats":
             return record
         own = record_id(record)
@@ -483,3 +485,24 @@ def test_a_day_whose_records_no_longer_read_keeps_its_typed_tables(
 
 def _string_cost(record: str) -> str:
     return with_cost(record.encode(), b'"' + cost_token(record.encode()) + b'"').decode()
+
+
+def test_a_day_whose_type_is_renamed_keeps_its_type_table(api: Api, tmp_path: Path) -> None:
+    """The API renames a CDR type: its records land in `cdrs` with the new name (an unknown
+    enum value is kept), and the day's `cdr_sms` would be emptied: held, naming the types."""
+    day, key = api.day, f"date={api.day}"
+    lake = Lake((tmp_path / "lake").as_uri())
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert api.ingest(tmp_path, instance).success
+        sms = lake.read("cdr_sms", key)
+        assert sms is not None
+        assert sms.height > 0
+        before = _published(tmp_path, day)
+        failure = api.failure_in("sms-renamed", tmp_path, instance)
+    assert (
+        f"cdrs_day_not_shrunk: 0 of {CDRS_PER_DAY + len(BOUNDARY_HOURS)} records normalized "
+        f"into cdr_sms where the lake's cdr_sms holds {sms.height} for the day (0 quarantined: "
+        "none; types received: "
+    ) in failure
+    assert f"{sms.height} text_message" in failure
+    assert _published(tmp_path, day) == before
