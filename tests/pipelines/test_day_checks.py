@@ -3,6 +3,7 @@ guards against, across row groups, and passes on a clean day."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ import polars as pl
 import pytest
 
 from connectors.sandbox.generator import encode_page
+from pipelines.cdr_day import NORMALIZED_TABLES, RAW_COLUMNS, published_counts
 from pipelines.checks import (
     SHRINK_TAG,
     DayChecks,
@@ -20,7 +22,8 @@ from pipelines.checks import (
     known_user_ids,
     shrink_limit,
 )
-from warehouse.decode import decode_page_typed
+from tests.support.damage import damage_footer
+from warehouse.decode import decode_page_typed, narrow
 from warehouse.lake import Lake
 from warehouse.normalize import normalize_decoded
 from warehouse.snapshots import users_frames
@@ -273,3 +276,25 @@ def test_a_day_whose_type_is_renamed_is_held_by_its_type_table() -> None:
     # A table the step does not make again is not compared.
     checks.landed_tables = {"cdrs": 3}
     assert checks.whole(3, 3)
+
+
+def test_the_lakes_counts_leave_the_quarantine_out_and_count_a_damaged_raw_by_its_cdrs(
+    tmp_path: Path,
+) -> None:
+    group = _group(_rec(1), _rec(2), _rec(3, cost="1.0"))  # one record quarantined
+    lake, key, log = Lake(tmp_path.as_uri()), f"date={DAY}", logging.getLogger("test")
+    tables = tuple(NORMALIZED_TABLES)
+    assert published_counts(lake, key, tables, log) == (None, {})
+    lake.write("raw_cdrs", key, narrow(group, RAW_COLUMNS))
+    for table, frame in normalize_decoded(group).tables().items():
+        lake.write(table, key, frame)
+    typed = {"cdrs": 2, "cdr_sms": 2, "cdr_calls": 0, "cdr_conversations": 0, "cdr_hlr_lookups": 0}
+    # Fewer quarantined rows is a mend: the quarantine is never compared.
+    assert published_counts(lake, key, tables, log) == (3, typed)
+    assert published_counts(lake, key, ("cdr_sms",), log) == (3, {"cdr_sms": 2})
+    damage_footer(Path(lake.partition_url("raw_cdrs", key)))
+    assert published_counts(lake, key, tables, log) == (2 + 1, typed)
+    damage_footer(Path(lake.partition_url("cdrs", key)))
+    # Neither readable: nothing readable is left to keep (each is replaced as if absent).
+    del typed["cdrs"]
+    assert published_counts(lake, key, tables, log) == (None, typed)
