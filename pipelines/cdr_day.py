@@ -492,8 +492,9 @@ def land_day(
 
     All or nothing: the day is published only when every blocking check passes
     (`DayChecks.whole`: rows = the API's totals, ids unique across the day, every started_at
-    in the window, raw = cdrs + quarantine, and no more than `max_shrink` fewer rows than the
-    published day's `raw_cdrs`). Otherwise every published byte of the day stays
+    in the window, raw = cdrs + quarantine, and no more than `max_shrink` fewer records than
+    the published day's `raw_cdrs`, nor fewer rows in one of the typed `tables` than its
+    published one). Otherwise every published byte of the day stays
     as it was, and the records received go to `<lake>/_rejected/raw_cdrs/date=<day>/` for
     inspection, where no reader takes them for the day. A lake holding another source's data
     refuses the write before the API is called. The one code path for the asset and
@@ -563,8 +564,8 @@ def renormalize_day(
 ) -> tuple[DayStats, DayChecks]:
     """Replace the typed partitions of one day from its `raw_cdrs` partition (no API call),
     by the same rule as `land_day`: only when every blocking check but the API's row count
-    passes (the shrink check on `cdrs` alone); otherwise every typed partition of the day
-    stays as it was."""
+    passes (the shrink check on the typed `tables` alone); otherwise every typed partition of
+    the day stays as it was."""
     key = f"date={partition}"
     if not lake.exists(RAW_CDRS, key):
         raise NoRawPartition(
