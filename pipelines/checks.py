@@ -212,12 +212,16 @@ class DayChecks:
         return landed - now > math.ceil(round(landed * self.max_shrink, 6))
 
     def _shrunk_tables(self) -> list[str]:
-        """The typed tables made again with fewer rows than the lake's, past the limit."""
-        return [
-            table
-            for table, landed in self.landed_tables.items()
-            if self._lost(landed, self.table_rows.get(table, 0))
-        ]
+        """The typed tables made again with fewer rows than the lake's, past the limit, `cdrs`
+        first (the one every view reads)."""
+        return sorted(
+            (
+                table
+                for table, landed in self.landed_tables.items()
+                if self._lost(landed, self.table_rows.get(table, 0))
+            ),
+            key=lambda table: (table != "cdrs", table),
+        )
 
     def shrunk(self, rows: int) -> bool:
         """Whether the day made again (`rows` records) is smaller than the lake's, past the
@@ -263,7 +267,7 @@ class DayChecks:
             problem = (
                 f"{self.table_rows.get(table, 0)} of {rows} records normalized into {table} "
                 f"where the lake's {table} holds {self.landed_tables[table]} for the day "
-                f"({self.quarantined} quarantined: {reasons or 'none'}; types received: "
+                f"({self.quarantined} quarantined: {reasons or 'none'}; types normalized: "
                 f"{types or 'none'}; "
                 + accept.format(
                     why="records the API now sends in a form cdrhouse does not read, or under "

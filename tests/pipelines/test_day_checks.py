@@ -249,7 +249,7 @@ def test_a_day_whose_records_no_longer_normalize_is_held_by_its_cdrs_rows() -> N
     result = checks.shrink_result(3)
     assert (result.description or "").startswith(
         "1 of 3 records normalized into cdrs where the lake's cdrs holds 3 for the day "
-        "(2 quarantined: 2 cost is a string; types received: 1 sms; CDRHOUSE_MAX_DAY_SHRINK "
+        "(2 quarantined: 2 cost is a string; types normalized: 1 sms; CDRHOUSE_MAX_DAY_SHRINK "
         "allows 10%)"
     )
     assert result.metadata["table_rows"].value == {"cdrs": 1}
@@ -271,7 +271,7 @@ def test_a_day_whose_type_is_renamed_is_held_by_its_type_table() -> None:
     assert not checks.whole(3, 3)
     assert (checks.shrink_result(3).description or "").startswith(
         "0 of 3 records normalized into cdr_sms where the lake's cdr_sms holds 3 for the day "
-        "(0 quarantined: none; types received: 3 text_message; "
+        "(0 quarantined: none; types normalized: 3 text_message; "
     )
     # A table the step does not make again is not compared.
     checks.landed_tables = {"cdrs": 3}

@@ -502,7 +502,7 @@ def test_a_day_whose_type_is_renamed_keeps_its_type_table(api: Api, tmp_path: Pa
     assert (
         f"cdrs_day_not_shrunk: 0 of {CDRS_PER_DAY + len(BOUNDARY_HOURS)} records normalized "
         f"into cdr_sms where the lake's cdr_sms holds {sms.height} for the day (0 quarantined: "
-        "none; types received: "
+        "none; types normalized: "
     ) in failure
     assert f"{sms.height} text_message" in failure
     assert _published(tmp_path, day) == before
