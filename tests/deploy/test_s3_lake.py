@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import signal
 import subprocess
@@ -26,12 +27,16 @@ import pytest
 
 from connectors.sandbox import SandboxConfig
 from connectors.sandbox.config import DEFAULT_API_KEY
+from pipelines.cdr_day import NORMALIZED_TABLES, RAW_COLUMNS, published_counts
 from tests.deploy._services import MotoS3
 from tests.support.clock import SessionClock
 from tests.support.paths import REPO_ROOT
 from tests.support.processes import stop_process
 from tests.support.served import serve_sandbox
+from tests.support.sms_records import decoded_page, sms_record
+from warehouse.decode import narrow
 from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
+from warehouse.normalize import normalize_decoded
 
 DAY = dt.date(2026, 11, 20)
 KEY = f"date={DAY}"
@@ -340,3 +345,19 @@ def test_sigkill_while_writing_an_s3_partition_then_rerun_is_exact(
         timeout=30,
     ).json()["metadata"]["total"]
     assert frame["id"].n_unique() == frame.height == truth
+
+
+def test_the_days_counts_of_the_shrink_check_are_read_from_s3_footers(aws, new_bucket: str) -> None:
+    """`cdrs_day_not_shrunk` reads the published day's footers at once (threads over s3fs);
+    a damaged raw_cdrs object is counted by its cdrs and quarantine, as on disk."""
+    lake = Lake(f"s3://{new_bucket}/lake")
+    group = decoded_page(sms_record(1), sms_record(2), sms_record(3, cost="1.0"))
+    lake.write("raw_cdrs", KEY, narrow(group, RAW_COLUMNS), source="sandbox:7")
+    for table, frame in normalize_decoded(group).tables().items():
+        lake.write(table, KEY, frame, source="sandbox:7")
+    tables, log = tuple(NORMALIZED_TABLES), logging.getLogger("test")
+    typed = {"cdrs": 2, "cdr_sms": 2, "cdr_calls": 0, "cdr_conversations": 0, "cdr_hlr_lookups": 0}
+    assert published_counts(lake, KEY, tables, log) == (3, typed)
+    assert published_counts(lake, "date=2026-11-21", tables, log) == (None, {})
+    lake.fs.pipe_file(lake.partition_url("raw_cdrs", KEY), b"PAR1 not a footer PAR1")
+    assert published_counts(lake, KEY, tables, log) == (3, typed)

@@ -9,11 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
-import orjson
 import polars as pl
 import pytest
 
-from connectors.sandbox.generator import encode_page
 from pipelines.cdr_day import NORMALIZED_TABLES, RAW_COLUMNS, published_counts
 from pipelines.checks import (
     SHRINK_TAG,
@@ -23,35 +21,11 @@ from pipelines.checks import (
     shrink_limit,
 )
 from tests.support.damage import damage_footer
-from warehouse.decode import decode_page_typed, narrow
+from tests.support.sms_records import DAY, decoded_page, sms_record
+from warehouse.decode import narrow
 from warehouse.lake import Lake
 from warehouse.normalize import normalize_decoded
 from warehouse.snapshots import users_frames
-
-DAY = "2026-11-05"
-
-
-def _rec(i: int, **over: object) -> dict[str, object]:
-    rec: dict[str, object] = {
-        "id": f"00000000-0000-0000-0000-{i:012d}",
-        "type": "sms",
-        "subtype": "outbound_sms",
-        "disposition": "sent",
-        "from": {"type": "phone_number", "phone_number": "4930123"},
-        "to": {"type": "phone_number", "phone_number": "4930999"},
-        "user": {"id": "u-1", "name": "Ann"},
-        "cost": 0.01,
-        "tags": [],
-        "started_at": f"{DAY}T10:00:{i % 60:02d}.000Z",
-        "ended_at": f"{DAY}T10:01:00.000Z",
-        "data": {"sent": True, "segments_count": 1, "message": "hi"},
-    }
-    rec.update(over)
-    return rec
-
-
-def _group(*records: dict[str, object]) -> pl.DataFrame:
-    return decode_page_typed(encode_page([orjson.dumps(r) for r in records], len(records), None))
 
 
 def _fold(*groups: pl.DataFrame) -> DayChecks:
@@ -71,15 +45,20 @@ def _results(checks: DayChecks, ids: list[str] | None = None) -> dict[str, dg.As
 
 
 def test_a_clean_day_passes_every_check() -> None:
-    results = _results(_fold(_group(_rec(1), _rec(2)), _group(_rec(3))))
+    results = _results(
+        _fold(decoded_page(sms_record(1), sms_record(2)), decoded_page(sms_record(3)))
+    )
     assert {name: r.passed for name, r in results.items()} == dict.fromkeys(results, True)
     assert len(results) == 7
 
 
 def test_a_duplicate_across_row_groups_fails_ids_unique_and_is_named() -> None:
-    dup = _rec(2)["id"]
-    checks = _fold(_group(_rec(1), _rec(2)), _group(_rec(2, cost=0.5), _rec(3)))
-    written = [_rec(1)["id"], dup, dup, _rec(3)["id"]]
+    dup = sms_record(2)["id"]
+    checks = _fold(
+        decoded_page(sms_record(1), sms_record(2)),
+        decoded_page(sms_record(2, cost=0.5), sms_record(3)),
+    )
+    written = [sms_record(1)["id"], dup, dup, sms_record(3)["id"]]
     result = _results(checks, [str(i) for i in written])["cdrs_ids_unique"]
     assert not result.passed
     assert result.metadata["duplicate_ids"].value == 1
@@ -87,9 +66,13 @@ def test_a_duplicate_across_row_groups_fails_ids_unique_and_is_named() -> None:
 
 
 def test_an_id_written_three_times_and_another_twice_are_two_duplicate_ids() -> None:
-    a, b = _rec(1)["id"], _rec(2)["id"]
-    checks = _fold(_group(_rec(1), _rec(2)), _group(_rec(1), _rec(3)), _group(_rec(2), _rec(1)))
-    written = [a, b, a, _rec(3)["id"], b, a]
+    a, b = sms_record(1)["id"], sms_record(2)["id"]
+    checks = _fold(
+        decoded_page(sms_record(1), sms_record(2)),
+        decoded_page(sms_record(1), sms_record(3)),
+        decoded_page(sms_record(2), sms_record(1)),
+    )
+    written = [a, b, a, sms_record(3)["id"], b, a]
     result = _results(checks, [str(i) for i in written])["cdrs_ids_unique"]
     assert not result.passed
     assert result.metadata["duplicate_ids"].value == 2
@@ -100,11 +83,11 @@ def test_an_id_written_three_times_and_another_twice_are_two_duplicate_ids() -> 
 
 
 def test_window_nulls_types_users_and_quarantine_each_fail() -> None:
-    outside = _rec(1, started_at="2026-11-06T00:00:00.000Z")
-    stranger = _rec(2, user={"id": "u-unknown"})
-    broken = _rec(3, cost="1.00")  # a string cost: quarantined
-    fax = _rec(4, type="fax", data={"pages": 1})  # unknown type: in cdrs, in no type table
-    results = _results(_fold(_group(outside, stranger), _group(broken, fax)))
+    outside = sms_record(1, started_at="2026-11-06T00:00:00.000Z")
+    stranger = sms_record(2, user={"id": "u-unknown"})
+    broken = sms_record(3, cost="1.00")  # a string cost: quarantined
+    fax = sms_record(4, type="fax", data={"pages": 1})  # unknown type: in cdrs, in no type table
+    results = _results(_fold(decoded_page(outside, stranger), decoded_page(broken, fax)))
     assert not results["cdrs_started_at_in_window"].passed
     assert results["cdrs_started_at_in_window"].metadata["sample"].value == [outside["id"]]
     assert not results["cdrs_users_known"].passed
@@ -118,9 +101,9 @@ def test_window_nulls_types_users_and_quarantine_each_fail() -> None:
 
 def test_a_duplicate_inside_one_row_group_is_counted_before_the_groups_dedupe() -> None:
     # normalize keeps one copy per row group, so cdrs alone would look unique.
-    dup = str(_rec(2)["id"])
-    checks = _fold(_group(_rec(1), _rec(2), _rec(2, cost=0.5)))
-    results = _results(checks, [str(_rec(1)["id"]), dup, dup])
+    dup = str(sms_record(2)["id"])
+    checks = _fold(decoded_page(sms_record(1), sms_record(2), sms_record(2, cost=0.5)))
+    results = _results(checks, [str(sms_record(1)["id"]), dup, dup])
     assert checks.table_rows["cdrs"] == 2
     ids = results["cdrs_ids_unique"]
     assert not ids.passed
@@ -136,9 +119,9 @@ def test_a_duplicate_inside_one_row_group_is_counted_before_the_groups_dedupe() 
 
 
 def test_whole_needs_every_blocking_check_and_a_quarantined_record_does_not_block() -> None:
-    broken = _rec(3, cost="1.00")  # quarantined: the day is still whole
-    unparseable = _rec(4, started_at="yesterday")  # quarantined, not "outside"
-    checks = _fold(_group(_rec(1), _rec(2)), _group(broken, unparseable))
+    broken = sms_record(3, cost="1.00")  # quarantined: the day is still whole
+    unparseable = sms_record(4, started_at="yesterday")  # quarantined, not "outside"
+    checks = _fold(decoded_page(sms_record(1), sms_record(2)), decoded_page(broken, unparseable))
     assert checks.whole(4, 4)
     assert checks.whole(4, None)  # a re-normalization: no API total to compare
     assert not checks.whole(4, 5)  # the row count
@@ -146,17 +129,19 @@ def test_whole_needs_every_blocking_check_and_a_quarantined_record_does_not_bloc
     assert not results["cdr_quarantine_empty"].passed
     assert results["cdr_quarantine_empty"].metadata["quarantined"].value == 2
     assert blocking_problems(list(results.values())) == []
-    outside = _fold(_group(_rec(1), _rec(2, started_at="2026-11-06T00:00:00.000Z")))
+    outside = _fold(
+        decoded_page(sms_record(1), sms_record(2, started_at="2026-11-06T00:00:00.000Z"))
+    )
     assert not outside.whole(2, 2)
     window = _results(outside)["cdrs_started_at_in_window"].description
     assert window == (
         "1 started_at outside [2026-11-05T00:00:00.000Z, 2026-11-06T00:00:00.000Z) "
-        f"(e.g. {_rec(2)['id']})"
+        f"(e.g. {sms_record(2)['id']})"
     )
 
 
 def test_type_tables_that_do_not_add_up_fail() -> None:
-    checks = _fold(_group(_rec(1), _rec(2)))
+    checks = _fold(decoded_page(sms_record(1), sms_record(2)))
     checks.table_rows["cdr_sms"] -= 1  # a type table that lost a row
     assert not _results(checks)["cdrs_type_tables_add_up"].passed
 
@@ -194,7 +179,7 @@ def test_known_users_are_the_newest_snapshot_and_wanted_ids_of_older_ones(tmp_pa
 def test_a_day_fetched_again_is_held_when_it_lost_more_than_the_limit(
     landed: int, max_shrink: float, held: int, kept: int
 ) -> None:
-    checks = _fold(_group(_rec(1), _rec(2)))
+    checks = _fold(decoded_page(sms_record(1), sms_record(2)))
     checks.landed_rows, checks.max_shrink = landed, max_shrink
     assert checks.shrunk(held)
     assert not checks.shrunk(kept)
@@ -206,7 +191,7 @@ def test_a_day_fetched_again_is_held_when_it_lost_more_than_the_limit(
 
 
 def test_a_shrunk_day_names_both_counts_and_how_to_accept_it() -> None:
-    checks = _fold(_group(_rec(1), _rec(2)))
+    checks = _fold(decoded_page(sms_record(1), sms_record(2)))
     checks.landed_rows = 6000
     assert not checks.whole(2, 2)
     result = checks.shrink_result(2)
@@ -241,7 +226,9 @@ def test_a_bad_run_tag_says_what_is_expected(value: str) -> None:
 
 def test_a_day_whose_records_no_longer_normalize_is_held_by_its_cdrs_rows() -> None:
     # The same records as the lake's, two of three now quarantined (their cost a string).
-    checks = _fold(_group(_rec(1, cost="1.0"), _rec(2, cost="2.0"), _rec(3)))
+    checks = _fold(
+        decoded_page(sms_record(1, cost="1.0"), sms_record(2, cost="2.0"), sms_record(3))
+    )
     checks.landed_rows, checks.landed_tables = 3, {"cdrs": 3}
     assert checks.shrunk(3)
     assert not checks.whole(3, 3)
@@ -254,7 +241,7 @@ def test_a_day_whose_records_no_longer_normalize_is_held_by_its_cdrs_rows() -> N
     )
     assert result.metadata["table_rows"].value == {"cdrs": 1}
     # One odd record of a day still lands it; so does a run that accepts the day.
-    one = _fold(_group(_rec(1, cost="1.0"), _rec(2), _rec(3)))
+    one = _fold(decoded_page(sms_record(1, cost="1.0"), sms_record(2), sms_record(3)))
     one.landed_rows, one.landed_tables = 3, {"cdrs": 3}
     assert not one.shrunk(3)
     checks.max_shrink = 1.0
@@ -264,8 +251,8 @@ def test_a_day_whose_records_no_longer_normalize_is_held_by_its_cdrs_rows() -> N
 def test_a_day_whose_type_is_renamed_is_held_by_its_type_table() -> None:
     # The API renames `sms` (an unknown type is kept in cdrs, as a string): cdrs keeps its
     # rows, cdr_sms would be emptied.
-    renamed = [_rec(i, type="text_message") for i in (1, 2, 3)]
-    checks = _fold(_group(*renamed))
+    renamed = [sms_record(i, type="text_message") for i in (1, 2, 3)]
+    checks = _fold(decoded_page(*renamed))
     checks.landed_rows, checks.landed_tables = 3, {"cdrs": 3, "cdr_sms": 3}
     assert checks.table_rows["cdrs"] == 3
     assert not checks.whole(3, 3)
@@ -281,7 +268,9 @@ def test_a_day_whose_type_is_renamed_is_held_by_its_type_table() -> None:
 def test_the_lakes_counts_leave_the_quarantine_out_and_count_a_damaged_raw_by_its_cdrs(
     tmp_path: Path,
 ) -> None:
-    group = _group(_rec(1), _rec(2), _rec(3, cost="1.0"))  # one record quarantined
+    group = decoded_page(
+        sms_record(1), sms_record(2), sms_record(3, cost="1.0")
+    )  # one record quarantined
     lake, key, log = Lake(tmp_path.as_uri()), f"date={DAY}", logging.getLogger("test")
     tables = tuple(NORMALIZED_TABLES)
     assert published_counts(lake, key, tables, log) == (None, {})
