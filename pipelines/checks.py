@@ -241,6 +241,24 @@ class DayChecks:
             SHRINK_CHECK: not self.shrunk(rows),
         }
 
+    def smaller(self, rows: int) -> str | None:
+        """What the day made again lost within the limit (or by a run that accepts any), for
+        the run's log: a smaller day that replaces the lake's leaves a trace; None if nothing."""
+        lost = [
+            f"{table} {landed} -> {self.table_rows.get(table, 0)}"
+            for table, landed in sorted(self.landed_tables.items())
+            if self.table_rows.get(table, 0) < landed
+        ]
+        if self.landed_rows is not None and rows < self.landed_rows:
+            lost.insert(0, f"records {self.landed_rows} -> {rows}")
+        if not lost:
+            return None
+        return (
+            f"day {self.partition} is smaller than the lake's ({', '.join(lost)}), within "
+            f"the limit of {self.max_shrink:.0%} ({MAX_DAY_SHRINK_VAR} or the run tag "
+            f"{SHRINK_TAG})"
+        )
+
     def shrink_result(self, rows: int) -> dg.AssetCheckResult:
         """`SHRINK_CHECK` of a day made again: `rows` records, and its typed tables' rows,
         against the lake's."""

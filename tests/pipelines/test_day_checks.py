@@ -287,3 +287,17 @@ def test_the_lakes_counts_leave_the_quarantine_out_and_count_a_damaged_raw_by_it
     # Neither readable: nothing readable is left to keep (each is replaced as if absent).
     del typed["cdrs"]
     assert published_counts(lake, key, tables, log) == (None, typed)
+
+
+def test_a_smaller_day_within_the_limit_is_said() -> None:
+    checks = _fold(decoded_page(sms_record(1), sms_record(2)))
+    assert checks.smaller(2) is None  # nothing landed before
+    checks.landed_rows, checks.landed_tables = 20, {"cdrs": 20, "cdr_sms": 2}
+    assert checks.whole(19, 19) is False  # cdrs 20 -> 2: held
+    checks.landed_tables = {"cdr_sms": 2}
+    assert checks.whole(19, 19)
+    assert checks.smaller(19) == (
+        f"day {DAY} is smaller than the lake's (records 20 -> 19), within the limit of 10% "
+        "(CDRHOUSE_MAX_DAY_SHRINK or the run tag cdrhouse/max_day_shrink)"
+    )
+    assert checks.smaller(20) is None

@@ -399,7 +399,16 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
             )
         finally:
             api.mode = "exact"
+        # Accepted, the smaller day is said in the run's log, not only allowed.
+        said = [e.user_message for e in instance.all_logs(accepted.run_id)]
     assert accepted.success
+    assert any(
+        m.startswith(f"day {day} is smaller than the lake's (records {landed} -> {smaller}, ")
+        and m.endswith(
+            f"within the limit of 100% (CDRHOUSE_MAX_DAY_SHRINK or the run tag {SHRINK_TAG})"
+        )
+        for m in said
+    ), said
     checks = {c.check_name: c for c in accepted.get_asset_check_evaluations()}
     assert checks["cdrs_day_not_shrunk"].passed
     raw = lake.read("raw_cdrs", key)

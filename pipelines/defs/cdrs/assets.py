@@ -150,6 +150,9 @@ def build_cdr_assets(
         if fetched:
             results.append(row_count_result(stats.rows, stats.api_total))
         results.append(checks.shrink_result(stats.rows))
+        smaller = checks.smaller(stats.rows)
+        if whole and smaller is not None:
+            context.log.warning(smaller)  # replaced by a smaller day: said, not only allowed
         if tables or not whole:
             # The received ids: in the raw records, rejected when the day was not whole.
             def received_ids() -> Iterator[pl.Series]:
