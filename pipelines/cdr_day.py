@@ -528,12 +528,12 @@ def land_day(
                     day.flush()
                 finally:
                     day.close()
-                # Read now, after the fetch: the day as the lake holds it when this one would
-                # replace it.
+                # The day as the lake holds it when this one would replace it: read under the
+                # publish lock, so another run's publish cannot come between count and rename.
+                publishing.enter_context(lake.publishing(key))
                 checks.landed_rows, checks.landed_tables = published_counts(lake, key, tables, log)
                 if not checks.whole(stats.rows, stats.api_total):
                     raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
-                publishing.enter_context(lake.publishing(key))
         except Withheld:
             raw.reject()
             for table in tables:
@@ -594,10 +594,10 @@ def renormalize_day(
                 checks.receive(frame)
                 day.add(frame)
             day.flush()
+            publishing.enter_context(lake.publishing(key))  # as in `land_day`: counted under it
             checks.landed_tables = published_counts(lake, key, tables, log)[1]
             if not checks.whole(stats.rows, None):
                 raise Withheld  # noqa: TRY301 - raised inside the writers to abort them
-            publishing.enter_context(lake.publishing(key))
     except Withheld:
         for table in tables:
             stats.counts.pop(table, None)
