@@ -104,6 +104,24 @@ class Api:
         assert line.failure is not None
         return line.failure
 
+    def landed(self, data_dir: Path, instance: dg.DagsterInstance) -> Landed:
+        """The day ingested exactly, and what the lake and the views then hold of it."""
+        assert self.ingest(data_dir, instance).success
+        return Landed(
+            CDRS_PER_DAY + len(BOUNDARY_HOURS),
+            _published(data_dir, self.day),
+            _answers(data_dir, self.day),
+        )
+
+
+@dataclass
+class Landed:
+    """A day as an exact ingest left it: its records, the bytes of its files, what it answers."""
+
+    rows: int
+    files: dict[str, str]
+    answers: dict[str, list[tuple[Any, ...]]]
+
 
 def _agent_call_at(base_url: str, api_key: str, sandbox: Any, at: datetime) -> str:
     """An agent's call started through the API at `at` (the sandbox's clock), hung up a minute
@@ -358,10 +376,8 @@ def test_a_day_the_api_answers_smaller_is_kept_until_a_run_accepts_it(
     day, key = api.day, f"date={api.day}"
     lake = Lake((tmp_path / "lake").as_uri())
     with dg.DagsterInstance.ephemeral() as instance:
-        assert api.ingest(tmp_path, instance).success
-        landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
-        before = _published(tmp_path, day)
-        answers = _answers(tmp_path, day)
+        exact = api.landed(tmp_path, instance)
+        landed, before, answers = exact.rows, exact.files, exact.answers
         failure = api.failure_in(mode, tmp_path, instance)
         # What the API sent waits in the rejected area, out of every reader's way.
         kept = list(lake.iter_batches("raw_cdrs", key, rejected=True))
@@ -460,10 +476,8 @@ def test_a_day_whose_records_no_longer_read_keeps_its_typed_tables(
     day, key = api.day, f"date={api.day}"
     lake = Lake((tmp_path / "lake").as_uri())
     with dg.DagsterInstance.ephemeral() as instance:
-        assert api.ingest(tmp_path, instance).success
-        landed = CDRS_PER_DAY + len(BOUNDARY_HOURS)
-        before = _published(tmp_path, day)
-        answers = _answers(tmp_path, day)
+        exact = api.landed(tmp_path, instance)
+        landed, before, answers = exact.rows, exact.files, exact.answers
         failure = api.failure_in("string-costs", tmp_path, instance)
         assert (
             f"cdrs_day_not_shrunk: 0 of {landed} records normalized into cdrs where the lake's "
