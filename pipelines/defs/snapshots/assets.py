@@ -11,10 +11,18 @@ from connectors.contact_center.errors import ContactCenterError
 from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.aio import run_interruptible
+from pipelines.checks import SHRINK_TAG, shrink_limit
+from pipelines.defs.snapshots.checks import SNAPSHOT_ID_TABLES
 from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
-from pipelines.resources import ContactCenterResource, WarehouseResource, utc_now
+from pipelines.resources import (
+    ContactCenterResource,
+    WarehouseResource,
+    config_failure,
+    utc_now,
+)
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
+from pipelines.settings import MAX_DAY_SHRINK_VAR
 from pipelines.snapshot_sources import (
     SNAPSHOT_SOURCES,
     SnapshotSource,
@@ -52,6 +60,11 @@ def _snapshot_asset(
         source_id = contact_center.source_id  # fails at once when no source is configured
         lake = warehouse.lake(scope.account_id)
         lake.check_source(source_id)  # before any API call: refuse early (fatal_setup_errors)
+        try:
+            # 1 accepts a directory the API now lists empty (`_refuse_an_empty_directory`).
+            accept_empty = shrink_limit(context.run.tags, warehouse.max_day_shrink) >= 1.0
+        except ValueError as exc:
+            raise config_failure(str(exc), "BadRunTag") from None
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
@@ -61,8 +74,11 @@ def _snapshot_asset(
         frames = build_snapshot_frames(source.name, fetched, taken_at)
         seconds = time.perf_counter() - begun
         key = f"snapshot_date={taken_at.date().isoformat()}"
-        if source.name == "users" and not frames["users"].height:
-            _refuse_an_empty_directory(lake)
+        # The family's own list (users, queues, ...): its member links may be empty, and the
+        # balance always has its one row.
+        listed = source.tables[0]
+        if listed in SNAPSHOT_ID_TABLES and not frames[listed].height and not accept_empty:
+            _refuse_an_empty_directory(lake, listed)
         lake.write_together(key, {t: frames[t] for t in source.tables}, source=source_id)
         warehouse.views_after_landing(context.log)
         for table in source.tables:
@@ -81,23 +97,28 @@ def _snapshot_asset(
     return snapshot
 
 
-def _refuse_an_empty_directory(lake: Lake) -> None:
-    """No user at all, active or deleted, where the last snapshot has some: a server answering
-    before its directory is loaded, not a contact center that lost every agent (a deleted one
-    stays listed). Landed, it would replace today's snapshot and empty the `users` view (every
-    CDR's agent unknown) until the next night; the step fails instead, and is retried."""
-    keys = lake.partitions("users")
+def _refuse_an_empty_directory(lake: Lake, table: str) -> None:
+    """A 200 listing nothing where the last snapshot of `table` has rows: a server answering
+    before its directory is loaded far more often than a contact center that lost every queue
+    (a deleted user even stays listed). Landed, it would replace today's snapshot and empty
+    the table's view (every CDR's agent or queue unknown) until the next night; the step fails
+    instead, and is retried. A run tagged `SHRINK_TAG`=1 (or `MAX_DAY_SHRINK_VAR`=1) lands it."""
+    keys = lake.partitions(table)
     if not keys:
         return  # a new account: no snapshot to compare with
-    before = sum(batch.height for batch in lake.iter_batches("users", keys[-1], columns=["id"]))
-    if before:
-        raise dg.Failure(
-            description=f"the API listed no user, active or deleted, where the snapshot of "
-            f"{keys[-1].removeprefix('snapshot_date=')} has {before}; that snapshot is not "
-            "replaced (a server answering before its directory is loaded: the step is retried)",
-            metadata={"error_class": "EmptyDirectory", "last_snapshot_users": before},
-            allow_retries=True,
-        )
+    before = sum(batch.height for batch in lake.iter_batches(table, keys[-1], columns=["id"]))
+    if not before:
+        return
+    listed = "no user, active or deleted," if table == "users" else f"no {table}"
+    raise dg.Failure(
+        description=f"the API listed {listed} where the snapshot of "
+        f"{keys[-1].removeprefix('snapshot_date=')} has {before}; that snapshot is not "
+        "replaced (a server answering before its directory is loaded: the step is retried); "
+        f"if the account really has none now, run it again with the run tag {SHRINK_TAG}=1 "
+        f"(`cdrhouse ingest`: {MAX_DAY_SHRINK_VAR}=1)",
+        metadata={"error_class": "EmptyDirectory", "table": table, "last_snapshot_rows": before},
+        allow_retries=True,
+    )
 
 
 def build_snapshot_assets(

@@ -1,0 +1,154 @@
+"""A directory list the API answers 200 with nothing in it (a server whose directory is not
+loaded yet), where the last snapshot has rows, does not replace that snapshot: the step fails
+naming the table and is retried. Before, only `users` was guarded: an empty queues, skills,
+teams, campaigns, numbers or caller ID groups list replaced today's snapshot and emptied its
+view (every CDR's queue unknown) until the next night. A run tagged
+`cdrhouse/max_day_shrink=1` lands a list that really is empty now."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import orjson
+import polars as pl
+import pytest
+
+from connectors.contact_center.endpoints import ENDPOINTS
+from connectors.sandbox.config import DEFAULT_API_KEY
+from connectors.sandbox.rewriting import (
+    App,
+    Receive,
+    Scope,
+    Send,
+    answer_of,
+    send_answer,
+    serve_app,
+)
+from pipelines.checks import SHRINK_TAG
+from pipelines.cli_runs import IngestReport, run_ingest
+from pipelines.names import SNAPSHOT_JOB
+from pipelines.resources import ContactCenterResource
+from tests.support.clock import SessionClock
+from tests.support.sandboxes import make_sandbox
+from tests.support.served import suite_defs
+
+# Each family's own list (the table it is refused for) and its endpoints (`users` holds the
+# active and the deleted users).
+LISTS = {
+    "users": ("list_users", "list_deleted_users"),
+    "queues": ("list_queues",),
+    "skills": ("list_skills",),
+    "teams": ("list_teams",),
+    "campaigns": ("list_campaigns",),
+    "numbers": ("list_numbers",),
+    "caller_id_groups": ("list_caller_id_groups",),
+}
+
+
+class EmptyList:
+    """The sandbox's app; the lists of `paths` answer 200 with no item."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.paths: set[str] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        start, body = await answer_of(self.app, scope, receive)
+        if start.get("status") == 200:
+            answer = orjson.loads(body)
+            key = next(k for k, v in answer.items() if isinstance(v, list))
+            answer[key] = []
+            if isinstance(answer.get("metadata"), dict) and "total" in answer["metadata"]:
+                answer["metadata"]["total"] = 0
+            body = orjson.dumps(answer)
+        await send_answer(send, start, body)
+
+
+@contextmanager
+def served(clock: SessionClock) -> Iterator[tuple[EmptyList, str]]:
+    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
+    stub = EmptyList(sandbox.app)
+    with serve_app(stub) as base_url:
+        yield stub, base_url
+
+
+def _snapshots(
+    base_url: str, clock: SessionClock, data_dir: Path, tags: dict[str, str] | None = None
+) -> tuple[IngestReport | dg.ExecuteInProcessResult, str]:
+    api = ContactCenterResource(
+        base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
+    )
+    defs = suite_defs(api, data_dir, clock.days_ago(3))
+    if tags is not None:  # as a UI user's run with tags: the job itself
+        with dg.DagsterInstance.ephemeral() as instance:
+            result = defs.resolve_job_def(SNAPSHOT_JOB).execute_in_process(
+                instance=instance, tags=tags, raise_on_error=False
+            )
+        return result, ""
+    out = io.StringIO()
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = run_ingest(defs, [], instance=instance, data_dir=data_dir, out=out)
+    return report, out.getvalue()
+
+
+def _files(lake: Path, table: str) -> list[bytes]:
+    return [p.read_bytes() for p in sorted(lake.glob(f"{table}/*/*.parquet"))]
+
+
+@pytest.mark.parametrize("table", list(LISTS))
+def test_a_list_answered_empty_does_not_replace_the_last_snapshot_until_a_run_accepts_it(
+    clock: SessionClock, tmp_path: Path, table: str
+) -> None:
+    lake = tmp_path / "lake"
+    with served(clock) as (stub, base_url):
+        first, _ = _snapshots(base_url, clock, tmp_path)
+        assert first.success
+        (landed,) = lake.glob(f"{table}/*/*.parquet")
+        rows = pl.read_parquet(landed).height
+        assert rows > 0
+        before = _files(lake, table)
+        stub.paths = {ENDPOINTS[name].path for name in LISTS[table]}
+
+        second, out = _snapshots(base_url, clock, tmp_path)
+        assert not second.success
+        day = landed.parent.name.removeprefix("snapshot_date=")
+        listed = "no user, active or deleted," if table == "users" else f"no {table}"
+        assert (
+            f"the API listed {listed} where the snapshot of {day} has {rows}; that snapshot "
+            "is not replaced"
+        ) in out, out
+        assert f"run it again with the run tag {SHRINK_TAG}=1" in out
+        assert _files(lake, table) == before
+        assert "balance_snapshots=1" in out  # the other families landed as usual
+
+        # A tag that is not a fraction fails the step before the API is asked.
+        bad, _ = _snapshots(base_url, clock, tmp_path, tags={SHRINK_TAG: "all"})
+        assert not bad.success
+        assert _files(lake, table) == before
+
+        # The account really has none now: a run tagged 1 lands the empty list.
+        accepted, _ = _snapshots(base_url, clock, tmp_path, tags={SHRINK_TAG: "1"})
+        assert accepted.success
+    (now,) = lake.glob(f"{table}/*/*.parquet")
+    assert pl.read_parquet(now).height == 0
+
+
+def test_a_new_account_whose_list_is_empty_lands_it(clock: SessionClock, tmp_path: Path) -> None:
+    # Nothing to compare with: an account without campaigns lands an empty snapshot.
+    with served(clock) as (stub, base_url):
+        stub.paths = {ENDPOINTS["list_campaigns"].path}
+        report, out = _snapshots(base_url, clock, tmp_path)
+    assert isinstance(report, IngestReport)
+    (run,) = report.runs
+    assert run.success, out  # landed; its check says the list is empty (not blocking)
+    assert "campaigns=0" in out
+    assert run.checks_failed == ["campaigns:campaigns_snapshot_valid"]
+    (landed,) = (tmp_path / "lake").glob("campaigns/*/*.parquet")
+    assert pl.read_parquet(landed).height == 0
