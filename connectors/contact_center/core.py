@@ -390,6 +390,15 @@ class ClientCore:
             )
             pager.validate(info)
             at = pager.offset + pager.received
+            if not items and info.total is not None and at < info.total:
+                # The walk would end here with part of the list: a snapshot missing the rest.
+                raise ListingChangedError(
+                    f"{what}: the page at offset {at} came back empty while metadata.total "
+                    f"says {info.total}: the server lost a page, or the list changed during "
+                    "the walk; read it again",
+                    method=endpoint.method,
+                    path=endpoint.path,
+                )
             pager.update(info)
             for item in items:
                 parsed = to_model(model, item, endpoint.method, endpoint.path)

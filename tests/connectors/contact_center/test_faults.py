@@ -297,6 +297,52 @@ def test_a_list_whose_pages_repeat_is_refused_not_landed_with_duplicates() -> No
     assert len(honest) == len(set(honest)) > 5  # the honest walk: every user once
 
 
+class _EmptyFrom(httpx.AsyncBaseTransport):
+    """The sandbox with `limit` capped at 5, whose users pages from offset `at` on come back
+    empty; `total` (when given) is what their metadata then says."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, at: int, total: int | None) -> None:
+        self.inner, self.at, self.total = inner, at, total
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/users") or "offset" not in request.url.params:
+            return await self.inner.handle_async_request(request)
+        params = request.url.params.set("limit", "5")
+        request = httpx.Request(request.method, request.url.copy_with(params=params),
+                                headers=request.headers)  # fmt: skip
+        response = await self.inner.handle_async_request(request)
+        body = await response.aread()
+        if int(params["offset"]) >= self.at:
+            page = orjson.loads(body)
+            page["users"] = []
+            if self.total is not None:
+                page["metadata"]["total"] = self.total
+            body = orjson.dumps(page)
+        return httpx.Response(response.status_code, headers=response.headers, content=body)
+
+
+def test_a_list_whose_page_comes_back_empty_before_its_total_is_refused_not_landed_short() -> None:
+    # The walk ended at the empty page: a users snapshot of the first 10 of 50 users, without a
+    # word, replacing the day's whole one.
+    sandbox = make_sandbox(cdrs_per_day=10, days=1)
+
+    async def main() -> tuple[int, list[str]]:
+        async with make_client(sandbox) as client:
+            honest = len(await client.list_all_users())
+        lost = _EmptyFrom(sandbox.transport(), at=10, total=None)
+        async with make_client(sandbox, transport=lost) as client:
+            with pytest.raises(ListingChangedError, match="the page at offset 10 came back empty"):
+                await client.list_all_users()
+        # A list that shrank during the walk (its total now says 10): whole as it is now.
+        shrank = _EmptyFrom(sandbox.transport(), at=10, total=10)
+        async with make_client(sandbox, transport=shrank) as client:
+            return honest, [u.id for u in await client.list_all_users()]
+
+    honest, now = asyncio.run(main())
+    assert honest > 10
+    assert len(now) == len(set(now)) == 10
+
+
 def test_key_never_leaks_into_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture) -> None:
     key = "sk-RECOGNIZABLE-SECRET-4242"
     sandbox = make_sandbox(cdrs_per_day=10, days=1)
