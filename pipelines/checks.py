@@ -205,11 +205,7 @@ class DayChecks:
         return self._duplicates
 
     def _lost(self, landed: int | None, now: int) -> bool:
-        """Whether `now` rows lose more of `landed` than `max_shrink` allows (rounded up: a
-        small day may lose one record, as the source deletes one)."""
-        if landed is None:
-            return False
-        return landed - now > math.ceil(round(landed * self.max_shrink, 6))
+        return landed is not None and lost_past(landed, now, self.max_shrink)
 
     def _shrunk_tables(self) -> list[str]:
         """The typed tables made again with fewer rows than the lake's, past the limit, `cdrs`
@@ -439,6 +435,12 @@ def row_count_result(rows: int, api_total: int) -> dg.AssetCheckResult:
         api_total=api_total,
         difference=rows - api_total,
     )
+
+
+def lost_past(landed: int, now: int, max_shrink: float) -> bool:
+    """Whether `now` rows lose more of `landed` than `max_shrink` allows (rounded up: a small
+    day may lose one record, as the source deletes one)."""
+    return landed - now > math.ceil(round(landed * max_shrink, 6))
 
 
 def shrink_limit(tags: Mapping[str, str], default: float) -> float:

@@ -2,8 +2,9 @@
 loaded yet), where the last snapshot has rows, does not replace that snapshot: the step fails
 naming the table and is retried. Before, only `users` was guarded: an empty queues, skills,
 teams, campaigns, numbers or caller ID groups list replaced today's snapshot and emptied its
-view (every CDR's queue unknown) until the next night. A run tagged
-`cdrhouse/max_day_shrink=1` lands a list that really is empty now."""
+view (every CDR's queue unknown) until the next night. Neither does a users list smaller than
+the last by more than CDRHOUSE_MAX_DAY_SHRINK (its deleted users answered empty: every CDR of a
+past agent lost its name). A run tagged `cdrhouse/max_day_shrink=1` lands either."""
 
 from __future__ import annotations
 
@@ -50,11 +51,12 @@ LISTS = {
 
 
 class EmptyList:
-    """The sandbox's app; the lists of `paths` answer 200 with no item."""
+    """The sandbox's app; the lists of `paths` answer 200 with their first `keep` items."""
 
     def __init__(self, app: App) -> None:
         self.app = app
         self.paths: set[str] = set()
+        self.keep = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] not in self.paths:
@@ -64,9 +66,9 @@ class EmptyList:
         if start.get("status") == 200:
             answer = orjson.loads(body)
             key = next(k for k, v in answer.items() if isinstance(v, list))
-            answer[key] = []
+            answer[key] = answer[key][: self.keep]
             if isinstance(answer.get("metadata"), dict) and "total" in answer["metadata"]:
-                answer["metadata"]["total"] = 0
+                answer["metadata"]["total"] = min(answer["metadata"]["total"], self.keep)
             body = orjson.dumps(answer)
         await send_answer(send, start, body)
 
@@ -152,3 +154,49 @@ def test_a_new_account_whose_list_is_empty_lands_it(clock: SessionClock, tmp_pat
     assert run.checks_failed == ["campaigns:campaigns_snapshot_valid"]
     (landed,) = (tmp_path / "lake").glob("campaigns/*/*.parquet")
     assert pl.read_parquet(landed).height == 0
+
+
+def test_a_users_list_without_its_deleted_users_does_not_replace_the_last_snapshot(
+    clock: SessionClock, tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    with served(clock) as (stub, base_url):
+        first, _ = _snapshots(base_url, clock, tmp_path)
+        assert first.success
+        (landed,) = lake.glob("users/*/*.parquet")
+        users = pl.read_parquet(landed)
+        deleted = users.filter(pl.col("deleted_at").is_not_null()).height
+        assert users.height > deleted > users.height // 10  # past the 10% limit
+        before = _files(lake, "users")
+        stub.paths = {ENDPOINTS["list_deleted_users"].path}
+
+        second, out = _snapshots(base_url, clock, tmp_path)
+        assert not second.success
+        now = users.height - deleted
+        day = landed.parent.name.removeprefix("snapshot_date=")
+        assert (
+            f"the API listed {now} users, active and deleted, ({deleted / users.height:.1%} "
+            f"fewer; CDRHOUSE_MAX_DAY_SHRINK allows 10%) where the snapshot of {day} has "
+            f"{users.height}; that snapshot is not replaced"
+        ) in out, out
+        assert _files(lake, "users") == before
+
+        accepted, _ = _snapshots(base_url, clock, tmp_path, tags={SHRINK_TAG: "1"})
+        assert accepted.success
+    (now_file,) = lake.glob("users/*/*.parquet")
+    assert pl.read_parquet(now_file).height == now
+
+
+def test_another_list_smaller_than_the_last_snapshot_lands(
+    clock: SessionClock, tmp_path: Path
+) -> None:
+    # Campaigns end and numbers are released: only an empty list is held, not a smaller one.
+    lake = tmp_path / "lake"
+    with served(clock) as (stub, base_url):
+        first, _ = _snapshots(base_url, clock, tmp_path)
+        assert first.success
+        stub.paths, stub.keep = {ENDPOINTS["list_campaigns"].path}, 1
+        second, out = _snapshots(base_url, clock, tmp_path)
+    assert second.success, out
+    (landed,) = lake.glob("campaigns/*/*.parquet")
+    assert pl.read_parquet(landed).height == 1

@@ -11,7 +11,7 @@ from connectors.contact_center.errors import ContactCenterError
 from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.aio import run_interruptible
-from pipelines.checks import SHRINK_TAG, shrink_limit
+from pipelines.checks import SHRINK_TAG, lost_past, shrink_limit
 from pipelines.defs.snapshots.checks import SNAPSHOT_ID_TABLES
 from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
@@ -61,8 +61,8 @@ def _snapshot_asset(
         lake = warehouse.lake(scope.account_id)
         lake.check_source(source_id)  # before any API call: refuse early (fatal_setup_errors)
         try:
-            # 1 accepts a directory the API now lists empty (`_refuse_an_empty_directory`).
-            accept_empty = shrink_limit(context.run.tags, warehouse.max_day_shrink) >= 1.0
+            # How much smaller than the last snapshot a list may be (`_refuse_a_shrunk_list`).
+            max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
         except ValueError as exc:
             raise config_failure(str(exc), "BadRunTag") from None
         taken_at = utc_now()
@@ -77,8 +77,8 @@ def _snapshot_asset(
         # The family's own list (users, queues, ...): its member links may be empty, and the
         # balance always has its one row.
         listed = source.tables[0]
-        if listed in SNAPSHOT_ID_TABLES and not frames[listed].height and not accept_empty:
-            _refuse_an_empty_directory(lake, listed)
+        if listed in SNAPSHOT_ID_TABLES:
+            _refuse_a_shrunk_list(lake, listed, frames[listed].height, max_shrink)
         lake.write_together(key, {t: frames[t] for t in source.tables}, source=source_id)
         warehouse.views_after_landing(context.log)
         for table in source.tables:
@@ -97,26 +97,40 @@ def _snapshot_asset(
     return snapshot
 
 
-def _refuse_an_empty_directory(lake: Lake, table: str) -> None:
-    """A 200 listing nothing where the last snapshot of `table` has rows: a server answering
-    before its directory is loaded far more often than a contact center that lost every queue
-    (a deleted user even stays listed). Landed, it would replace today's snapshot and empty
-    the table's view (every CDR's agent or queue unknown) until the next night; the step fails
-    instead, and is retried. A run tagged `SHRINK_TAG`=1 (or `MAX_DAY_SHRINK_VAR`=1) lands it."""
+def _refuse_a_shrunk_list(lake: Lake, table: str, now: int, max_shrink: float) -> None:
+    """A list the API answered with nothing where the last snapshot of `table` has rows, or
+    `users` (active and deleted: a deleted user stays listed) smaller by more than
+    `max_shrink` allows: a server answering before its directory (or its deleted users) is
+    loaded far more often than a contact center that lost its agents or every queue. Landed,
+    it would replace today's snapshot and empty the view (every CDR's agent or queue unknown)
+    until the next night; the step fails instead, and is retried. A run tagged `SHRINK_TAG`=1
+    (or `MAX_DAY_SHRINK_VAR`=1) lands it. Other lists may shrink (campaigns end, numbers are
+    released): only an empty one is held."""
     keys = lake.partitions(table)
-    if not keys:
-        return  # a new account: no snapshot to compare with
+    if not keys or max_shrink >= 1.0:
+        return  # a new account (no snapshot to compare with), or accepted
     before = sum(batch.height for batch in lake.iter_batches(table, keys[-1], columns=["id"]))
-    if not before:
+    users = table == "users"
+    if not (now == 0 < before or (users and lost_past(before, now, max_shrink))):
         return
-    listed = "no user, active or deleted," if table == "users" else f"no {table}"
+    day = keys[-1].removeprefix("snapshot_date=")
+    if now == 0:
+        listed = "no user, active or deleted," if users else f"no {table}"
+    else:
+        listed = (
+            f"{now} users, active and deleted, ({(before - now) / before:.1%} fewer; "
+            f"{MAX_DAY_SHRINK_VAR} allows {max_shrink:.0%})"
+        )
     raise dg.Failure(
-        description=f"the API listed {listed} where the snapshot of "
-        f"{keys[-1].removeprefix('snapshot_date=')} has {before}; that snapshot is not "
-        "replaced (a server answering before its directory is loaded: the step is retried); "
-        f"if the account really has none now, run it again with the run tag {SHRINK_TAG}=1 "
-        f"(`cdrhouse ingest`: {MAX_DAY_SHRINK_VAR}=1)",
-        metadata={"error_class": "EmptyDirectory", "table": table, "last_snapshot_rows": before},
+        description=f"the API listed {listed} where the snapshot of {day} has {before}; that "
+        "snapshot is not replaced (a server answering before its directory is loaded: the "
+        "step is retried); if that really is the list now, run it again with the run tag "
+        f"{SHRINK_TAG}=1 (`cdrhouse ingest`: {MAX_DAY_SHRINK_VAR}=1)",
+        metadata={
+            "error_class": "EmptyDirectory" if now == 0 else "ShrunkDirectory",
+            "table": table,
+            "last_snapshot_rows": before,
+        },
         allow_retries=True,
     )
 
