@@ -14,6 +14,7 @@ import dagster as dg
 import polars as pl
 
 from connectors.contact_center.client import ContactCenterClient
+from connectors.contact_center.errors import ListingChangedError, NotFoundError
 from models.resources import User
 from pipelines.progress import progress_lines
 from pipelines.resources import ContactCenterResource
@@ -44,12 +45,37 @@ def _rows(models: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 async def _per_group(
-    client: ContactCenterClient, ids: Sequence[int], call: Members, fetched: Fetched, name: str
+    client: ContactCenterClient,
+    ids: Sequence[int],
+    call: Members,
+    fetched: Fetched,
+    name: str,
+    family: str,
 ) -> None:
-    """Members (or supervisors) of every queue/team; the client bounds its own concurrency."""
-    results = await asyncio.gather(*(call(client, gid) for gid in ids))
-    fetched.data[name] = {gid: _rows(r) for gid, r in zip(ids, results, strict=True)}
-    fetched.records += sum(len(r) for r in results)
+    """Members (or supervisors) of every queue/team; the client bounds its own concurrency.
+
+    A group the list named that is gone by the time its members are read (a 404: a queue
+    deleted during the walk) makes the family be read again (`ListingChangedError`, retried by
+    the step) instead of failing it until the next night; a 404 for every group is a wrong
+    path, and fails as any 404 does."""
+    results = await asyncio.gather(*(call(client, gid) for gid in ids), return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if other := [e for e in errors if not isinstance(e, NotFoundError)]:
+        raise other[0]
+    if errors and len(errors) == len(ids):
+        raise errors[0]
+    if errors:
+        first = errors[0]
+        assert isinstance(first, NotFoundError)
+        raise ListingChangedError(
+            f"{first.method} {first.path}: 404 for {len(errors)} of the {len(ids)} {family} "
+            "listed (deleted during the walk?); read them again",
+            method=first.method,
+            path=first.path,
+        )
+    found = [r for r in results if not isinstance(r, BaseException)]
+    fetched.data[name] = {gid: _rows(r) for gid, r in zip(ids, found, strict=True)}
+    fetched.records += sum(len(r) for r in found)
     fetched.requests += len(ids)
 
 
@@ -73,8 +99,8 @@ def _groups(
         rows = _rows(await groups(client))
         fetched.put(name, rows)
         ids = [int(g["id"]) for g in rows]
-        await _per_group(client, ids, members, fetched, "members")
-        await _per_group(client, ids, supervisors, fetched, "supervisors")
+        await _per_group(client, ids, members, fetched, "members", name)
+        await _per_group(client, ids, supervisors, fetched, "supervisors", name)
         return fetched
 
     return fetch

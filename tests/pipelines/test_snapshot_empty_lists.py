@@ -9,11 +9,13 @@ past agent lost its name). A run tagged `cdrhouse/max_day_shrink=1` lands either
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import orjson
 import polars as pl
 import pytest
@@ -82,12 +84,16 @@ def served(clock: SessionClock) -> Iterator[tuple[EmptyList, str]]:
 
 
 def _snapshots(
-    base_url: str, clock: SessionClock, data_dir: Path, tags: dict[str, str] | None = None
+    base_url: str,
+    clock: SessionClock,
+    data_dir: Path,
+    tags: dict[str, str] | None = None,
+    step_retries: int = 0,
 ) -> tuple[IngestReport | dg.ExecuteInProcessResult, str]:
     api = ContactCenterResource(
         base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
     )
-    defs = suite_defs(api, data_dir, clock.days_ago(3))
+    defs = suite_defs(api, data_dir, clock.days_ago(3), step_retries=step_retries)
     if tags is not None:  # as a UI user's run with tags: the job itself
         with dg.DagsterInstance.ephemeral() as instance:
             result = defs.resolve_job_def(SNAPSHOT_JOB).execute_in_process(
@@ -200,3 +206,60 @@ def test_another_list_smaller_than_the_last_snapshot_lands(
     assert second.success, out
     (landed,) = lake.glob("campaigns/*/*.parquet")
     assert pl.read_parquet(landed).height == 1
+
+
+QUEUE_USERS = re.compile(r"/api/v4/routing/queues/(\d+)/users")
+
+
+class GoneQueues:
+    """The sandbox's app; the members of the queues in `gone` are asked of a queue id that
+    does not exist (the sandbox's own 404), the first `times` times (None: always)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.gone: set[str] = set()
+        self.times: int | None = None
+        self.answered_404 = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = QUEUE_USERS.fullmatch(scope.get("path", ""))
+        if match and match.group(1) in self.gone and (self.times is None or self.times > 0):
+            if self.times is not None:
+                self.times -= 1
+            self.answered_404 += 1
+            scope = {**scope, "path": "/api/v4/routing/queues/987654321/users"}
+        await self.app(scope, receive, send)
+
+
+@pytest.mark.parametrize("gone", ["one", "every"])
+def test_a_queue_gone_during_the_walk_has_its_family_read_again(
+    clock: SessionClock, tmp_path: Path, gone: str
+) -> None:
+    # A queue deleted between the list and the read of its members (a 404) failed the queues
+    # snapshot, not retried, until the next night. Now the step reads the family again; a 404
+    # for every queue is a wrong path, and fails at once as before.
+    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
+    stub = GoneQueues(sandbox.app)
+    with serve_app(stub) as base_url:
+        listed = httpx.get(
+            base_url + ENDPOINTS["list_queues"].path,
+            params={"limit": 100},
+            headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"},
+        )
+        queues = [str(q["id"]) for q in listed.json()["queues"]]
+        assert len(queues) > 1
+        stub.gone, stub.times = ({queues[0]}, 1) if gone == "one" else (set(queues), None)
+        report, out = _snapshots(base_url, clock, tmp_path, step_retries=1)
+    assert isinstance(report, IngestReport)
+    (run,) = report.runs
+    if gone == "one":
+        assert run.success, out
+        assert stub.answered_404 == 1
+        assert "ListingChangedError" in out  # the retried attempt, said
+        members = pl.read_parquet(tmp_path / "lake" / "queue_members" / "*" / "*.parquet")
+        assert members.filter(pl.col("queue_id") == int(queues[0])).height > 0
+    else:
+        assert not run.success
+        assert "NotFoundError on GET /api/v4/routing/queues/" in out, out
+        assert stub.answered_404 == len(queues)  # one attempt: not retried
+        assert not list((tmp_path / "lake").glob("queues/*/*.parquet"))
