@@ -8,10 +8,8 @@ past agent lost its name). A run tagged `cdrhouse/max_day_shrink=1` lands either
 
 from __future__ import annotations
 
-import io
+import contextlib
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -29,16 +27,14 @@ from connectors.sandbox.rewriting import (
     Send,
     answer_of,
     send_answer,
-    serve_app,
 )
 from pipelines.checks import SHRINK_TAG
-from pipelines.cli_runs import IngestReport, run_ingest
+from pipelines.cli_runs import IngestReport
 from pipelines.names import SNAPSHOT_JOB
-from pipelines.resources import ContactCenterResource
 from pipelines.snapshot_sources import SNAPSHOT_SOURCES
 from tests.support.clock import SessionClock
-from tests.support.sandboxes import make_sandbox
 from tests.support.served import suite_defs
+from tests.support.snapshot_runs import run_snapshots, serve_wrapped, snapshots_api
 
 # Each family's own list (the table it is refused for) and its endpoints (`users` holds the
 # active and the deleted users).
@@ -76,35 +72,8 @@ class EmptyList:
         await send_answer(send, start, body)
 
 
-@contextmanager
-def served(clock: SessionClock) -> Iterator[tuple[EmptyList, str]]:
-    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
-    stub = EmptyList(sandbox.app)
-    with serve_app(stub) as base_url:
-        yield stub, base_url
-
-
-def _snapshots(
-    base_url: str,
-    clock: SessionClock,
-    data_dir: Path,
-    tags: dict[str, str] | None = None,
-    step_retries: int = 0,
-) -> tuple[IngestReport | dg.ExecuteInProcessResult, str]:
-    api = ContactCenterResource(
-        base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
-    )
-    defs = suite_defs(api, data_dir, clock.days_ago(3), step_retries=step_retries)
-    if tags is not None:  # as a UI user's run with tags: the job itself
-        with dg.DagsterInstance.ephemeral() as instance:
-            result = defs.resolve_job_def(SNAPSHOT_JOB).execute_in_process(
-                instance=instance, tags=tags, raise_on_error=False
-            )
-        return result, ""
-    out = io.StringIO()
-    with dg.DagsterInstance.ephemeral() as instance:
-        report = run_ingest(defs, [], instance=instance, data_dir=data_dir, out=out)
-    return report, out.getvalue()
+def served(clock: SessionClock) -> contextlib.AbstractContextManager[tuple[EmptyList, str]]:
+    return serve_wrapped(clock, EmptyList)
 
 
 def _family(
@@ -116,10 +85,7 @@ def _family(
 ) -> tuple[bool, str]:
     """The snapshot of `table`'s family alone (the job's other families cost ~8x as much):
     whether it succeeded, and its step failures' messages."""
-    api = ContactCenterResource(
-        base_url=base_url, api_key=DEFAULT_API_KEY, phone_numbers="raw", max_attempts=1
-    )
-    defs = suite_defs(api, data_dir, clock.days_ago(3))
+    defs = suite_defs(snapshots_api(base_url), data_dir, clock.days_ago(3))
     (source,) = [s for s in SNAPSHOT_SOURCES if s.tables[0] == table]
     with dg.DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def(SNAPSHOT_JOB).execute_in_process(
@@ -180,7 +146,7 @@ def test_a_new_account_whose_list_is_empty_lands_it(clock: SessionClock, tmp_pat
     # Nothing to compare with: an account without campaigns lands an empty snapshot.
     with served(clock) as (stub, base_url):
         stub.paths = {ENDPOINTS["list_campaigns"].path}
-        report, out = _snapshots(base_url, clock, tmp_path)
+        report, out = run_snapshots(base_url, clock, tmp_path)
     assert isinstance(report, IngestReport)
     (run,) = report.runs
     assert run.success, out  # landed; its check says the list is empty (not blocking)
@@ -264,9 +230,7 @@ def test_a_queue_gone_during_the_walk_has_its_family_read_again(
     # A queue deleted between the list and the read of its members (a 404) failed the queues
     # snapshot, not retried, until the next night. Now the step reads the family again; a 404
     # for every queue is a wrong path, and fails at once as before.
-    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
-    stub = GoneQueues(sandbox.app)
-    with serve_app(stub) as base_url:
+    with serve_wrapped(clock, GoneQueues) as (stub, base_url):
         listed = httpx.get(
             base_url + ENDPOINTS["list_queues"].path,
             params={"limit": 100},
@@ -275,7 +239,7 @@ def test_a_queue_gone_during_the_walk_has_its_family_read_again(
         queues = [str(q["id"]) for q in listed.json()["queues"]]
         assert len(queues) > 1
         stub.gone, stub.times = ({queues[0]}, 1) if gone == "one" else (set(queues), None)
-        report, out = _snapshots(base_url, clock, tmp_path, step_retries=1)
+        report, out = run_snapshots(base_url, clock, tmp_path, step_retries=1)
     assert isinstance(report, IngestReport)
     (run,) = report.runs
     if gone == "one":

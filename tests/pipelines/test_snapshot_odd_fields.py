@@ -9,11 +9,8 @@ in `extra` too."""
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +28,11 @@ from connectors.sandbox.rewriting import (
     Send,
     answer_of,
     send_answer,
-    serve_app,
 )
-from pipelines.cli_runs import IngestReport, run_ingest
-from pipelines.resources import ContactCenterResource
+from pipelines.cli_runs import IngestReport
 from tests.support.clock import SessionClock
 from tests.support.paths import LOCAL_INSTANCE_YAML
-from tests.support.sandboxes import make_sandbox
-from tests.support.served import suite_defs
+from tests.support.snapshot_runs import run_snapshots, serve_wrapped
 
 USERS_PATH = "/api/v4/users"
 DELETED_PATH = "/api/v4/users/deleted"
@@ -87,12 +81,10 @@ class OddUsers:
         await send_answer(send, start, body)
 
 
-@contextmanager
-def odd_users(clock: SessionClock, odd: list[dict[str, Any]]) -> Iterator[tuple[OddUsers, str]]:
-    sandbox = make_sandbox(start_date=clock.days_ago(3), days=2, cdrs_per_day=5, now=clock.now)
-    stub = OddUsers(sandbox.app, odd)
-    with serve_app(stub) as base_url:
-        yield stub, base_url
+def odd_users(
+    clock: SessionClock, odd: list[dict[str, Any]]
+) -> contextlib.AbstractContextManager[tuple[OddUsers, str]]:
+    return serve_wrapped(clock, lambda app: OddUsers(app, odd))
 
 
 def _snapshots(
@@ -101,19 +93,7 @@ def _snapshots(
     data_dir: Path,
     instance: dg.DagsterInstance | None = None,
 ) -> tuple[IngestReport, str]:
-    api = ContactCenterResource(
-        base_url=base_url,
-        api_key=DEFAULT_API_KEY if instance is None else dg.EnvVar("CC_API_KEY"),
-        phone_numbers="raw",
-        max_attempts=1,
-    )
-    defs = suite_defs(api, data_dir, clock.days_ago(3))
-    out = io.StringIO()
-    with contextlib.ExitStack() as stack:
-        if instance is None:
-            instance = stack.enter_context(dg.DagsterInstance.ephemeral())
-        report = run_ingest(defs, [], instance=instance, data_dir=data_dir, out=out)
-    return report, out.getvalue()
+    return run_snapshots(base_url, clock, data_dir, instance)
 
 
 def test_a_user_with_fields_of_another_type_lands_with_the_others(
