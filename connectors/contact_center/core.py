@@ -382,23 +382,30 @@ class ClientCore:
         out: list[M] = []
         seen: set[object] = set()
         while pager.has_next:
-            items, info = await self._send(
-                endpoint,
-                list_body(endpoint.list_key),
-                ids=ids,
-                params=self._params(pager, filters),
-            )
-            pager.validate(info)
             at = pager.offset + pager.received
-            if not items and info.total is not None and at < info.total:
-                # The walk would end here with part of the list: a snapshot missing the rest.
-                raise ListingChangedError(
-                    f"{what}: the page at offset {at} came back empty while metadata.total "
-                    f"says {info.total}: the server lost a page, or the list changed during "
-                    "the walk; read it again",
-                    method=endpoint.method,
-                    path=endpoint.path,
+            for attempt in range(2):
+                items, info = await self._send(
+                    endpoint,
+                    list_body(endpoint.list_key),
+                    ids=ids,
+                    params=self._params(pager, filters),
                 )
+                # A page empty before metadata.total is reached ends the walk: asked once
+                # more first (a page the server lost for a moment), then said.
+                short = not items and info.total is not None and at < info.total
+                if not short:
+                    break
+                if attempt:
+                    # A server whose total over-counts (deleted items, say) looks the same.
+                    logger.warning(
+                        "%s: the page at offset %d came back empty twice while metadata.total "
+                        "says %d; the list is read as the %d received",
+                        what,
+                        at,
+                        info.total,
+                        at,
+                    )
+            pager.validate(info)
             pager.update(info)
             for item in items:
                 parsed = to_model(model, item, endpoint.method, endpoint.path)

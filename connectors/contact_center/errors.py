@@ -94,8 +94,7 @@ class InvalidBodyError(RetriableAPIError):
 
 class ListingChangedError(RetriableAPIError):
     """An id came twice while a list was paged by offset: the listing changed under the walk
-    (an item added before the offset shifts the rest), or the server ignores `offset`; or a
-    page came back empty before the list's `metadata.total` was reached."""
+    (an item added before the offset shifts the rest), or the server ignores `offset`."""
 
 
 class FatalAPIError(ContactCenterError):
