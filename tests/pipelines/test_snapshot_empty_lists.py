@@ -33,6 +33,7 @@ from pipelines.cli_runs import IngestReport
 from pipelines.names import SNAPSHOT_JOB
 from pipelines.snapshot_sources import SNAPSHOT_SOURCES
 from tests.support.clock import SessionClock
+from tests.support.damage import damage_footer
 from tests.support.served import suite_defs
 from tests.support.snapshot_runs import run_snapshots, serve_wrapped, snapshots_api
 
@@ -183,6 +184,25 @@ def test_a_users_list_without_its_deleted_users_does_not_replace_the_last_snapsh
         assert _family(base_url, clock, tmp_path, "users", tags={SHRINK_TAG: "1"})[0]
     (now_file,) = lake.glob("users/*/*.parquet")
     assert pl.read_parquet(now_file).height == now
+
+
+@pytest.mark.parametrize("table", ["users", "queues"])
+def test_a_damaged_last_snapshot_is_replaced_not_compared(
+    clock: SessionClock, tmp_path: Path, table: str
+) -> None:
+    # The users comparison reads the last snapshot's row count: a damaged file there must not
+    # stop the snapshot that replaces it (nor an empty queues list's check).
+    lake = tmp_path / "lake"
+    with served(clock) as (stub, base_url):
+        assert _family(base_url, clock, tmp_path, table)[0]
+        (landed,) = lake.glob(f"{table}/*/*.parquet")
+        rows = pl.read_parquet(landed).height
+        damage_footer(landed)
+        if table == "queues":
+            stub.paths = {ENDPOINTS["list_queues"].path}
+        success, text = _family(base_url, clock, tmp_path, table)
+    assert success, text
+    assert pl.read_parquet(landed).height == (rows if table == "users" else 0)
 
 
 def test_another_list_smaller_than_the_last_snapshot_lands(

@@ -78,7 +78,7 @@ def _snapshot_asset(
         # balance always has its one row.
         listed = source.tables[0]
         if listed in SNAPSHOT_ID_TABLES:
-            _refuse_a_shrunk_list(lake, listed, frames[listed].height, max_shrink)
+            _refuse_a_shrunk_list(lake, listed, frames[listed].height, max_shrink, context.log)
         lake.write_together(key, {t: frames[t] for t in source.tables}, source=source_id)
         warehouse.views_after_landing(context.log)
         for table in source.tables:
@@ -97,7 +97,9 @@ def _snapshot_asset(
     return snapshot
 
 
-def _refuse_a_shrunk_list(lake: Lake, table: str, now: int, max_shrink: float) -> None:
+def _refuse_a_shrunk_list(
+    lake: Lake, table: str, now: int, max_shrink: float, log: dg.DagsterLogManager
+) -> None:
     """A list the API answered with nothing where the last snapshot of `table` has rows, or
     `users` (active and deleted: a deleted user stays listed) smaller by more than
     `max_shrink` allows: a server answering before its directory (or its deleted users) is
@@ -106,11 +108,18 @@ def _refuse_a_shrunk_list(lake: Lake, table: str, now: int, max_shrink: float) -
     until the next night; the step fails instead, and is retried. A run tagged `SHRINK_TAG`=1
     (or `MAX_DAY_SHRINK_VAR`=1) lands it. Other lists may shrink (campaigns end, numbers are
     released): only an empty one is held."""
-    keys = lake.partitions(table)
-    if not keys or max_shrink >= 1.0:
-        return  # a new account (no snapshot to compare with), or accepted
-    before = sum(batch.height for batch in lake.iter_batches(table, keys[-1], columns=["id"]))
     users = table == "users"
+    keys = lake.partitions(table)
+    if not keys or max_shrink >= 1.0 or not (now == 0 or users):
+        return  # a new account (no snapshot to compare with), accepted, or nothing to hold
+    try:
+        footer = lake.partition_footer(table, keys[-1])  # its row count, from the footer
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+        # A damaged snapshot must not stop the snapshot that replaces it.
+        where = lake.partition_url(table, keys[-1])
+        log.warning(f"{where} cannot be read ({exc}); the new snapshot is not compared with it")
+        return
+    before = 0 if footer is None else footer.num_rows
     if not (now == 0 < before or (users and lost_past(before, now, max_shrink))):
         return
     day = keys[-1].removeprefix("snapshot_date=")
