@@ -21,11 +21,24 @@ from connectors.contact_center.errors import (
     ValidationFailedError,
 )
 from pipelines.cdr_day import PREVIEW_ROWS
+from pipelines.checks import shrink_limit
 
 if TYPE_CHECKING:
-    from pipelines.resources import ContactCenterResource
+    from pipelines.resources import ContactCenterResource, WarehouseResource
 
 CDRS_ENDPOINT = "/api/v4/reporting/cdrs"
+
+
+def run_max_shrink(context: dg.AssetExecutionContext, warehouse: "WarehouseResource") -> float:
+    """How much smaller than the lake's a step may make its data (a day, a users list): the
+    run's tag `cdrhouse/max_day_shrink`, else the warehouse's limit. A tag that is not a
+    fraction fails the step at once, before the API is asked (`BadRunTag`)."""
+    from pipelines.resources import config_failure
+
+    try:
+        return shrink_limit(context.run.tags, warehouse.max_day_shrink)
+    except ValueError as exc:
+        raise config_failure(str(exc), "BadRunTag") from None
 
 
 def api_retry_policy(max_retries: int = 3, delay_s: float = 30.0) -> dg.RetryPolicy:

@@ -107,16 +107,22 @@ def _files(lake: Path, table: str) -> list[bytes]:
     return [p.read_bytes() for p in sorted(lake.glob(f"{table}/*/*.parquet"))]
 
 
+def _first(base_url: str, clock: SessionClock, data_dir: Path, table: str) -> tuple[Path, int]:
+    """The family's first snapshot, landed whole: its file of `table` and its rows."""
+    assert _family(base_url, clock, data_dir, table)[0]
+    (landed,) = (data_dir / "lake").glob(f"{table}/*/*.parquet")
+    rows = pl.read_parquet(landed).height
+    assert rows > 0
+    return landed, rows
+
+
 @pytest.mark.parametrize("table", list(LISTS))
 def test_a_list_answered_empty_does_not_replace_the_last_snapshot_until_a_run_accepts_it(
     clock: SessionClock, tmp_path: Path, table: str
 ) -> None:
     lake = tmp_path / "lake"
     with served(clock) as (stub, base_url):
-        assert _family(base_url, clock, tmp_path, table)[0]
-        (landed,) = lake.glob(f"{table}/*/*.parquet")
-        rows = pl.read_parquet(landed).height
-        assert rows > 0
+        landed, rows = _first(base_url, clock, tmp_path, table)
         before = _files(lake, table)
         stub.paths = {ENDPOINTS[name].path for name in LISTS[table]}
 
@@ -162,8 +168,7 @@ def test_a_users_list_without_its_deleted_users_does_not_replace_the_last_snapsh
 ) -> None:
     lake = tmp_path / "lake"
     with served(clock) as (stub, base_url):
-        assert _family(base_url, clock, tmp_path, "users")[0]
-        (landed,) = lake.glob("users/*/*.parquet")
+        landed, _ = _first(base_url, clock, tmp_path, "users")
         users = pl.read_parquet(landed)
         deleted = users.filter(pl.col("deleted_at").is_not_null()).height
         assert users.height > deleted > users.height // 10  # past the 10% limit
@@ -192,11 +197,8 @@ def test_a_damaged_last_snapshot_is_replaced_not_compared(
 ) -> None:
     # The users comparison reads the last snapshot's row count: a damaged file there must not
     # stop the snapshot that replaces it (nor an empty queues list's check).
-    lake = tmp_path / "lake"
     with served(clock) as (stub, base_url):
-        assert _family(base_url, clock, tmp_path, table)[0]
-        (landed,) = lake.glob(f"{table}/*/*.parquet")
-        rows = pl.read_parquet(landed).height
+        landed, rows = _first(base_url, clock, tmp_path, table)
         damage_footer(landed)
         if table == "queues":
             stub.paths = {ENDPOINTS["list_queues"].path}

@@ -21,14 +21,13 @@ from pipelines.checks import (
     blocking_problems,
     known_user_ids,
     row_count_result,
-    shrink_limit,
 )
 from pipelines.checks import selected as selected_checks
 from pipelines.names import CDR_GROUP
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import ContactCenterResource, WarehouseResource, config_failure
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
-from pipelines.steps import api_failure, landed, nightly_freshness
+from pipelines.steps import api_failure, landed, nightly_freshness, run_max_shrink
 from warehouse.lake import Lake
 
 BLOCKING_CHECK_FAILED = "BlockingCheckFailed"
@@ -115,10 +114,7 @@ def build_cdr_assets(
         lake = warehouse.lake(scope.account_id)
         begun = time.perf_counter()
         fetched = RAW_CDRS in selected
-        try:
-            max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
-        except ValueError as exc:
-            raise config_failure(str(exc), "BadRunTag") from None
+        max_shrink = run_max_shrink(context, warehouse)
         if fetched:
             contact_center.settings()  # no source: fail now, naming it first
             try:

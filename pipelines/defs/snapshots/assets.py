@@ -11,14 +11,13 @@ from connectors.contact_center.errors import ContactCenterError
 from models.tables import TABLES
 from models.timestamps import iso_ms
 from pipelines.aio import run_interruptible
-from pipelines.checks import SHRINK_TAG, lost_past, shrink_limit
+from pipelines.checks import SHRINK_TAG, lost_past
 from pipelines.defs.snapshots.checks import SNAPSHOT_ID_TABLES
 from pipelines.names import SNAPSHOT_GROUP
 from pipelines.preflight import fatal_setup_errors
 from pipelines.resources import (
     ContactCenterResource,
     WarehouseResource,
-    config_failure,
     utc_now,
 )
 from pipelines.scope import DEFAULT_SCOPE, AccountScope
@@ -29,7 +28,7 @@ from pipelines.snapshot_sources import (
     build_snapshot_frames,
     fetch_snapshot,
 )
-from pipelines.steps import api_failure, landed, nightly_freshness
+from pipelines.steps import api_failure, landed, nightly_freshness, run_max_shrink
 from warehouse.lake import Lake
 
 
@@ -60,11 +59,8 @@ def _snapshot_asset(
         source_id = contact_center.source_id  # fails at once when no source is configured
         lake = warehouse.lake(scope.account_id)
         lake.check_source(source_id)  # before any API call: refuse early (fatal_setup_errors)
-        try:
-            # How much smaller than the last snapshot a list may be (`_refuse_a_shrunk_list`).
-            max_shrink = shrink_limit(context.run.tags, warehouse.max_day_shrink)
-        except ValueError as exc:
-            raise config_failure(str(exc), "BadRunTag") from None
+        # How much smaller than the last snapshot a list may be (`_refuse_a_shrunk_list`).
+        max_shrink = run_max_shrink(context, warehouse)
         taken_at = utc_now()
         begun = time.perf_counter()
         try:
