@@ -17,8 +17,9 @@ made at once by `_made_all`: vectorized lookups of their countries, one HMAC eac
   and `phone_calling_code` written beside it; each channel identity (identifier, name,
   username, name snapshot) by its token; the SMS `message` by null (unless
   `CDRHOUSE_SMS_BODIES=keep`); and, in a field the spec does not name, any string that is a
-  number (`"+4915…"`, 7 to 15 digits) and any integer that is a valid phone number by that
-  number's token (the fields the spec names keep their values: a tag, a queue's or a
+  number (`"+4915…"`, 7 to 15 digits, or written for people: `"+49 151 …"`, `"tel:+49…"`,
+  valid by phonenumbers), such a number as a key, and any integer that is a valid phone
+  number by that number's token (the fields the spec names keep their values: a tag, a queue's or a
   campaign's name, free text; unless a value is, whole, the record's own customer's number,
   which gets its token there too). Each distinct
   value is tokenized once in Python; each record is rewritten by vectorized replacement of
@@ -29,7 +30,10 @@ made at once by `_made_all`: vectorized lookups of their countries, one HMAC eac
   A record with a backslash (an escape could spell a value differently), one that still
   holds a value after that, one whose customer is named like an agent or a queue of the
   group, or one of a page with fields the spec may not name that holds a number outside its
-  own (`from`/`to`) ones, is decoded, replaced by path and encoded again instead.
+  own (`from`/`to`) ones, or one with a second `message` key, is decoded, replaced by path
+  and encoded again instead (a value no JSON reader takes, `NaN`, held aside; a text that is
+  not JSON has every string value and digit run replaced). A number a decode reason quotes
+  (a key) becomes its token there too.
 * `r` (the typed decode) gets the tokens too, so the typed tables normalized from it hold
   them, and the numbers' countries are set beside it (`normalize_decoded` passes them to
   `cdrs`).
@@ -54,6 +58,7 @@ import base64
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -65,6 +70,7 @@ import phonenumbers
 import polars as pl
 from phonenumbers import COUNTRY_CODE_TO_REGION_CODE, NumberParseException, PhoneNumberFormat
 
+from models.jsonpage import PageSyntaxError, is_json_scalar, scalars, tokens
 from models.tables import PARTY_COLUMNS, PII_FORGOTTEN, TABLES, landed
 from warehouse.decode import BASE64_PREFIX, record_dtype, with_decoded
 from warehouse.lake import Lake
@@ -89,12 +95,15 @@ TOKEN_COLUMNS = PHONE_COLUMNS + IDENTIFIER_COLUMNS + NAME_COLUMNS
 NAME_KEYS = ("name", "username", "name_snapshot")
 _TOKEN = re.compile(r"[0-9a-f]{64}")
 # A JSON string that is a number: the whole literal, quotes included (polars regex).
-NUMBER_LITERAL = r'"\+?[0-9]{7,15}"'
+NUMBER_LITERAL = r'"(?:\+?[0-9]{7,15}|(?i:tel:)?(?:\+|00)[0-9][0-9 ().\x{A0}/-]{5,24}[0-9])"'
 # A JSON integer of 7 to 15 digits in value position (polars regex); may match inside a string
 # too, which only sends the record by path, where the JSON is read.
 INTEGER_LITERAL = r"[:\[,]\s*-?[0-9]{7,15}\s*[,\]}]"
 _NUMBER_TEXT = re.compile(r"\+?[0-9]{7,15}")
-_SEPARATORS = str.maketrans("", "", " -().\u00a0/")
+_SEPARATORS = str.maketrans("", "", " -().\u00a0/\t\u2010\u2011\u2012\u2013\u2014\u2212")
+# A number written for people, in international form (`+49 151 …`, `0049 151-…`, `tel:+49…`):
+# in a field the spec does not name it is a number when phonenumbers finds it valid.
+_WRITTEN_NUMBER = re.compile(r"(?i:tel:)?(?:\+|00)[0-9][0-9 ().\u00a0/-]{5,24}[0-9]")
 _DECODE = msgspec.json.Decoder(float_hook=Decimal)  # money stays exactly as written
 _ENCODE = msgspec.json.Encoder(decimal_format="number")
 
@@ -131,15 +140,35 @@ RAW = PrivacyPolicy("raw")
 
 def e164_digits(text: str) -> str:
     """A number's E.164 digits without `+`, however it is written (`+49 151 …`, `0049151…`,
-    `49151…`): separators and an international prefix (`+`, `00`) are dropped, then
-    phonenumbers reads it; a number it cannot read keeps its digits, so it still gets a
-    stable token."""
+    `49151…`, `tel:+49…`, full-width digits, other Unicode spaces, an extension, letters):
+    separators and an international prefix (`+`, `00`) are dropped, then phonenumbers reads
+    it; a number it cannot read keeps its digits, so it still gets a stable token."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)  # full-width digits, U+202F...
+    text = text.strip()
+    if text[:4].lower() == "tel:":
+        text = text[4:]
     digits = text.translate(_SEPARATORS)
     if digits.startswith("+"):
         digits = digits[1:]
     elif digits.startswith("00"):
         digits = digits[2:]
-    return _canonical(digits)
+    if digits.isascii() and digits.isdigit():
+        return _canonical(digits)
+    return _read_odd(digits)
+
+
+@lru_cache(maxsize=1 << 12)
+def _read_odd(digits: str) -> str:
+    """A number written with more than digits (`… ext. 12`, `+1 800 FLOWERS`): phonenumbers
+    reads it as international, as `_canonical` does (the extension is not part of E.164)."""
+    try:
+        number = phonenumbers.parse("+" + digits, None)
+    except NumberParseException:
+        return digits
+    if not phonenumbers.is_possible_number(number):
+        return digits
+    return phonenumbers.format_number(number, PhoneNumberFormat.E164)[1:]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -159,6 +188,8 @@ def _canonical(digits: str) -> str:
 
 
 def _calling_code(digits: str) -> int | None:
+    if digits[:1] == "0":  # a national number (trunk 0): no calling code to read
+        return None
     for size in (1, 2, 3):
         if digits[:size].isdigit() and int(digits[:size]) in COUNTRY_CODE_TO_REGION_CODE:
             return int(digits[:size])
@@ -248,7 +279,11 @@ def is_token(value: str) -> bool:
 
 
 def looks_like_number(text: str) -> bool:
-    return _NUMBER_TEXT.fullmatch(text) is not None
+    """A customer's number as a value: 7 to 15 digits (`+` allowed), or an international
+    number written with separators that phonenumbers finds valid (not a date or a time)."""
+    if _NUMBER_TEXT.fullmatch(text) is not None:
+        return True
+    return _WRITTEN_NUMBER.fullmatch(text) is not None and _valid_number(e164_digits(text))
 
 
 # A number's token, country, calling code, and JSON text under `phone_number`.
@@ -443,6 +478,12 @@ class Pseudonymizer:
         ]
         if others:
             missed += [pl.col(n).is_in(sorted(others)).fill_null(False) for n in names]
+        if drop:
+            # A body under a second `message` key (the decode read one of the two).
+            missed.append(
+                pl.col("_message").is_not_null()
+                & pl.col("_record").str.contains(r'"message"\s*:\s*"').fill_null(False)
+            )
         if missed:
             check = values.select(checked).with_columns(text.alias("_record"))
             slow = slow | check.select(pl.any_horizontal(*missed)).to_series()
@@ -483,10 +524,29 @@ class Pseudonymizer:
                 ]
         return frame.with_columns(
             text.alias("record"),
+            *self._reasons(frame),
             erased.alias(FORGOTTEN),
             self._tokens_in_r(frame.schema["r"], outs),
             *countries,
         )
+
+    def _reasons(self, frame: pl.DataFrame) -> list[pl.Series]:
+        """The decode's reasons with the numbers they quote (a key such as
+        `x_calls.4915… is not a JSON number`) as tokens: a reason is in the quarantine and in
+        Dagster's check metadata."""
+        out = []
+        for name in ("struct_reason", "money_reason"):
+            reasons = frame.get_column(name)
+            rows = reasons.str.contains(r"[0-9]{7}").fill_null(False)
+            if rows.any():
+                index = rows.arg_true()
+                redone = [
+                    _SCRUB_DIGITS.sub(lambda m: self._out(self.phone(m[0])) or "null", t)
+                    for t in reasons.gather(index).to_list()
+                ]
+                reasons = reasons.scatter(index, redone)
+            out.append(reasons)
+        return out
 
     def _made(self, value: str) -> _Number:
         return self._numbers.get(value) or self._numbers_before.get(value) or self._number(value)
@@ -638,10 +698,14 @@ class Pseudonymizer:
             return BASE64_PREFIX + base64.b64encode(raw).decode(), False, False
         try:
             rec = _DECODE.decode(text)
+            odd: dict[str, bytes] = {}
         except (msgspec.DecodeError, RecursionError):
-            # Not JSON (it is quarantined): its numbers still go.
-            out = _NUMBER_STRINGS.sub(lambda m: _json(self._out(self.phone(m[1]))), text)
-            return out, False, False
+            # Quarantined: a value no JSON reader takes (`NaN`) is held aside while the rest is
+            # replaced by path; text that is not JSON at all has every value replaced.
+            try:
+                rec, odd = _tolerant(text)
+            except (PageSyntaxError, msgspec.DecodeError, RecursionError):
+                return self._scrub(text), False, False
         erased: list[bool] = []
 
         def put(token: str) -> str | None:
@@ -688,7 +752,27 @@ class Pseudonymizer:
             return put(self.phone(value))
 
         rec = _numbers_in(rec, lambda v: put(self.phone(v)), _spec_tree(), own, put_own)
-        return _ENCODE.encode(rec).decode(), any(erased), bool(retyped)
+        out = _ENCODE.encode(rec).decode()
+        for held, value in odd.items():
+            out = out.replace(held, value.decode(), 1)
+        return out, any(erased), bool(retyped)
+
+    def _scrub(self, text: str) -> str:
+        """Text that is not JSON (quarantined as it is): keys stay, unless a number; every
+        string value and every 7-15 digit run become tokens (names, bodies, numbers: which
+        is which cannot be read)."""
+
+        def one(m: re.Match[str]) -> str:
+            value, key = m[1], m[2]
+            if value is None:  # a bare digit run
+                return _json(self._out(self.phone(m[0])))
+            if looks_like_number(value):
+                return _json(self._out(self.phone(value))) + (key or "")
+            if key:
+                return m[0]
+            return _json(self._out(self.text(value))) if value else m[0]
+
+        return _SCRUB.sub(one, text)
 
     # -- typed tables -----------------------------------------------------------------------
 
@@ -975,7 +1059,9 @@ def _json(value: str | int | None) -> str:
     return json.dumps(value)
 
 
-_NUMBER_STRINGS = re.compile(r'"(\+?[0-9]{7,15})"')
+_SCRUB_DIGITS = re.compile(r"(?<![0-9A-Za-z])\+?[0-9]{7,15}(?![0-9A-Za-z])")
+# A JSON string (its text, and the colon after a key), or a bare run of 7-15 digits.
+_SCRUB = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?|(?<![0-9A-Za-z.])\+?[0-9]{7,15}(?![0-9A-Za-z.])')
 # In a record's raw bytes (not UTF-8, so not JSON text either): a run of 7 to 15 digits.
 _NUMBER_BYTES = re.compile(rb"\+?(?<![0-9])[0-9]{7,15}(?![0-9])")
 
@@ -1007,6 +1093,7 @@ def _numbers_in(value: Any, replace: Any, spec: Any, own: Collection[str], repla
     Walked with a stack, not by recursion: a field nested a few hundred levels deep (the
     decoders take up to ~1,000) must not stop the day with a RecursionError."""
     root = [value]
+    own_digits = {e164_digits(number) for number in own}  # the same number written otherwise
     # (container, key in it, what the spec names there or None, inside an unnamed field)
     stack: list[tuple[Any, Any, Any, bool]] = [(root, 0, spec, False)]
     while stack:
@@ -1020,10 +1107,19 @@ def _numbers_in(value: Any, replace: Any, spec: Any, own: Collection[str], repla
                 stack.extend((item, i, named[0], False) for i in range(len(item)))
                 continue
             if named is True and not isinstance(item, dict | list):
-                if isinstance(item, str) and item in own:
+                if isinstance(item, str) and (
+                    item in own
+                    or (own_digits and looks_like_number(item) and e164_digits(item) in own_digits)
+                ):
                     parent[key] = replace_own(item)
                 continue
         if isinstance(item, dict):
+            if any(looks_like_number(k) for k in item):
+                # A number as a key (`{"4915…": 3}`): its token is the key.
+                item = parent[key] = {
+                    (_json_key(replace(k)) if looks_like_number(k) else k): v
+                    for k, v in item.items()
+                }
             stack.extend((item, k, None, True) for k in item)
         elif isinstance(item, list):
             stack.extend((item, i, None, True) for i in range(len(item)))
@@ -1033,6 +1129,28 @@ def _numbers_in(value: Any, replace: Any, spec: Any, own: Collection[str], repla
         elif isinstance(item, int) and not isinstance(item, bool) and _valid_number(str(item)):
             parent[key] = replace(str(item))
     return root[0]
+
+
+def _tolerant(text: str) -> tuple[Any, dict[str, bytes]]:
+    """A record with values no JSON reader takes (`NaN`, `Infinity`, a bare word): decoded
+    with each held aside as a string of its own, and those strings (JSON, quotes included)
+    with the values to put back."""
+    toks = tokens(text.encode())
+    odd: dict[str, bytes] = {}
+    for _, index in scalars(toks):
+        if not is_json_scalar(toks[index]):
+            held = f'"cdrhouse:held:{len(odd)}:{_HELD_MARK}"'
+            odd[held] = toks[index]
+            toks[index] = held.encode()
+    return _DECODE.decode(b"".join(toks)), odd
+
+
+# Marks a value held aside by `_tolerant`: no record holds this text.
+_HELD_MARK = hashlib.sha256(b"cdrhouse held value").hexdigest()[:16]
+
+
+def _json_key(token: str | None) -> str:
+    return "null" if token is None else token  # a key is a string: an erased one says so
 
 
 def _read_again(frame: pl.DataFrame, rows: list[int], text: pl.Series) -> pl.Series:
