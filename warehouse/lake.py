@@ -84,6 +84,7 @@ PRIVACY_DIR = "_privacy"
 # The erased people's tokens (never their numbers), one per line: every landing of the account
 # honours it (`warehouse.privacy`).
 FORGET_LIST = f"{PRIVACY_DIR}/forgotten_tokens.txt"
+FORGET_LIST_LOCK = "forget-list"  # its read-merge-publish, one erasure at a time
 _TOKEN_LINE = re.compile(rb"[0-9a-f]{64}")  # a forget-list line: a token, as `forget` writes
 # Which key makes the account's tokens (its `META_KEY_CHECK`, not the key): created by the first
 # partition published with tokens, exclusively, as MARKER_FILE is, so of two first landings
@@ -605,16 +606,19 @@ class Lake:
         return frozenset(tokens)
 
     def forget(self, tokens: Sequence[str]) -> frozenset[str]:
-        """Add `tokens` to the forget-list (replaced atomically); returns the whole list."""
-        merged = self.forgotten() | frozenset(tokens)
-        spool = self.store.spool_dir()
-        spool.mkdir(parents=True, exist_ok=True)
-        tmp = spool / f"forget-{uuid.uuid4().hex}.txt"
-        tmp.write_text("".join(f"{t}\n" for t in sorted(merged)))
-        try:
-            self.store.publish(tmp, FORGET_LIST)
-        finally:
-            tmp.unlink(missing_ok=True)
+        """Add `tokens` to the forget-list (replaced atomically); returns the whole list.
+        Read, merged and published under the list's lock: two erasures at once each kept
+        only their own tokens, and a re-pull then brought the other's person back."""
+        with self.lock(FORGET_LIST_LOCK):
+            merged = self.forgotten() | frozenset(tokens)
+            spool = self.store.spool_dir()
+            spool.mkdir(parents=True, exist_ok=True)
+            tmp = spool / f"forget-{uuid.uuid4().hex}.txt"
+            tmp.write_text("".join(f"{t}\n" for t in sorted(merged)))
+            try:
+                self.store.publish(tmp, FORGET_LIST)
+            finally:
+                tmp.unlink(missing_ok=True)
         return merged
 
     def key_check_of(self, table: str, key: str) -> str | None:
