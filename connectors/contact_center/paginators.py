@@ -29,6 +29,7 @@ from connectors.contact_center.errors import InvalidBodyError, PaginationError
 from models.jsonpage import PageSyntaxError, record_members, split_page
 
 OFFSET_WINDOW = 10_000  # the spec: offset paging (no cursor) covers the first 10,000 CDRs
+MAX_EMPTY_PAGES = 3  # empty pages with a cursor followed in a row before the walk ends
 _ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -254,6 +255,8 @@ class CursorPaginator(Paginator):
         self._window_first_id: str | None = None
         self._last_id: str | None = None
         self._last_started_at: str | None = None
+        self._descending: bool | None = None  # the window's order, once a page shows it
+        self._empty_pages = 0  # in a row
 
     def params(self) -> dict[str, str | int]:
         if self.cursor is None and self.received >= OFFSET_WINDOW:
@@ -286,9 +289,13 @@ class CursorPaginator(Paginator):
             return True
         before, after = self._last_started_at, info.first_started_at
         # Only compare well-formed timestamps: corrupt records must not look like an overlap.
-        return bool(
-            before and after and _ISO_MS.match(before) and _ISO_MS.match(after) and after < before
-        )
+        if self._descending is None or not (before and after):
+            return False
+        if not (_ISO_MS.match(before) and _ISO_MS.match(after)):
+            return False
+        # The spec states no order: a page goes back only against the order the first
+        # page showed (newest first is an order too).
+        return after > before if self._descending else after < before
 
     def _endless_past(self, total: int) -> int:
         return total + self.limit if self.verify_totals else 2 * total + 10 * self.limit
@@ -307,14 +314,26 @@ class CursorPaginator(Paginator):
             )
         if self.pages == 1:
             self._window_first_id = info.first_id
+        if self._descending is None and info.count > 1:
+            first, last = info.first_started_at, info.last_started_at
+            if first and last and _ISO_MS.match(first) and _ISO_MS.match(last) and first != last:
+                self._descending = first > last
         if info.count:
             self._last_id = info.last_id
             self._last_started_at = info.last_started_at
         if info.next_cursor is not None:
             self._seen.add(info.next_cursor)
         self.cursor = info.next_cursor
+        self._empty_pages = self._empty_pages + 1 if info.count == 0 else 0
         if info.count == 0:
-            self.has_next = False
+            # An empty page with a cursor, short of the total (a server that pages by time
+            # slices), is followed; a few in a row end the walk (the total check says so).
+            self.has_next = (
+                self.cursor is not None
+                and self.total is not None
+                and self.received < self.total
+                and self._empty_pages < MAX_EMPTY_PAGES
+            )
         elif self.cursor is not None:
             self.has_next = True
         else:

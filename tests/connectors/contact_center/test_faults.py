@@ -414,3 +414,69 @@ def test_over_a_real_loopback_socket_with_resets() -> None:
     ids = [r["id"] for page in pages for r in orjson.loads(page.body)["cdrs"]]
     assert sorted(ids) == sorted(truth)
     assert retries > 0
+
+
+class _OwnPaging(httpx.AsyncBaseTransport):
+    """A server that pages the sandbox's CDRs its own way: a window's records (read whole
+    from the sandbox) newest first when `newest_first`, `limit` a page, with its own cursors;
+    with `empty_between`, an empty page carrying a cursor between any two (a server paging
+    by time slices)."""
+
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, *, newest_first: bool, empty_between: bool
+    ) -> None:
+        self.inner, self.newest_first, self.empty_between = inner, newest_first, empty_between
+        self.empty_pages = 0
+
+    async def _window(self, request: httpx.Request) -> list[Any]:
+        records: list[Any] = []
+        while True:
+            params = request.url.params.remove("cursor").set("limit", "1000")
+            params = params.set("offset", str(len(records)))
+            asked = httpx.Request("GET", request.url.copy_with(params=params),
+                                  headers=request.headers)  # fmt: skip
+            response = await self.inner.handle_async_request(asked)
+            page = orjson.loads(await response.aread())
+            records += page["cdrs"]
+            if not page["cdrs"] or len(records) >= page["metadata"]["total"]:
+                return records[::-1] if self.newest_first else records
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path != CDRS_PATH:
+            return await self.inner.handle_async_request(request)
+        records = await self._window(request)
+        limit = min(int(request.url.params.get("limit", "100")), 7)
+        cursor = request.url.params.get("cursor", "n:0")
+        kind, at = cursor.split(":")
+        offset = int(at)
+        if kind == "e":
+            self.empty_pages += 1
+            page, after = [], f"n:{offset}"
+        else:
+            page = records[offset : offset + limit]
+            more = offset + limit < len(records)
+            after = f"{'e' if self.empty_between else 'n'}:{offset + limit}" if more else None
+        body = {"cdrs": page, "metadata": {"total": len(records), "next_cursor": after}}
+        return httpx.Response(200, json=body)
+
+
+@pytest.mark.parametrize(
+    ("newest_first", "empty_between"),
+    [(True, False), (False, True)],
+    ids=["newest-first", "empty-page-with-a-cursor"],
+)
+def test_a_server_paging_its_own_way_gives_every_cdr_once(
+    newest_first: bool, empty_between: bool
+) -> None:
+    """The spec states no order for a CDR list: a server sending the newest first had every
+    page after the first refused as an overlap ("cursor fallback to a wrong offset"), asked
+    again and again, and the day never landed. An empty page carrying a cursor ended the walk:
+    the day's count short of its total, withheld on every run."""
+    sandbox = make_sandbox(cdrs_per_day=120, days=1)
+    start, end = day()
+    expected, _, _ = fetch_ids(sandbox, start, end)
+    server = _OwnPaging(sandbox.transport(), newest_first=newest_first, empty_between=empty_between)
+    ids, _, _ = fetch_ids(sandbox, start, end, transport=server)
+    assert ids == expected
+    assert set(ids.values()) == {1}
+    assert (server.empty_pages > 0) == empty_between
