@@ -36,7 +36,7 @@ class Money:
     the text and checked to fit Decimal(precision, scale) exactly."""
 
     field: CdrField
-    key: str  # `"cost":`
+    key: str  # `"cost":` as a regex (whitespace allowed)
     token_re: str
     inexact_re: str
     long_token_re: str
@@ -53,11 +53,12 @@ class Money:
                 "so it must be a top-level field"
             )
         p, s = f.precision, f.scale
-        key = f'"{f.path}":'
-        k = re.escape(key)
+        # The key as JSON allows it written: whitespace around the colon (a pretty-printed
+        # record); a key spelled with escapes goes to the JSON reading (`exact_costs`).
+        k = re.escape(f'"{f.path}"') + r"\s*:\s*"
         return Money(
             field=f,
-            key=key,
+            key=k,
             token_re=k + r"(-?[0-9][0-9.eE+-]*)",
             inexact_re=rf"[eE]|\.[0-9]{{{s + 1}}}|[0-9]{{{_F64_DIGITS - s}}}",
             long_token_re=k + rf"-?[0-9]*(?:\.[0-9]{{{s + 1}}}|[.0-9]*[eE])",
@@ -130,23 +131,26 @@ def exact_costs(
             | pl.col("rec").str.contains(money.long_token_re)
         ).fill_null(False)
         & pl.col("dec").is_not_null(),
-        string=pl.col("rec").str.contains(money.key + '"', literal=True).fill_null(False)
+        string=pl.col("rec").str.contains(money.key + '"').fill_null(False)
+        & pl.col("dec").is_not_null(),
+        # A key written with an escape (`"c\u006fst"`) is not seen by the patterns.
+        escaped=pl.col("rec").str.contains("\\u", literal=True).fill_null(False)
         & pl.col("dec").is_not_null(),
     )
-    idx = (flags["inexact"] | flags["string"]).arg_true()
+    idx = (flags["inexact"] | flags["string"] | flags["escaped"]).arg_true()
     is_string = pl.Series([False] * len(records), dtype=pl.Boolean())
     misfit = pl.Series([None] * len(records), dtype=S)
     if idx.len() == 0:
         return decoded, is_string, misfit
     sub = frame[idx].with_columns(
-        keys=pl.col("rec").str.count_matches(money.key, literal=True),
+        keys=pl.col("rec").str.count_matches(money.key),
         token=pl.col("rec").str.extract(money.token_re, 1),
     )
     texts = sub["dec"].to_list()
     strings = [False] * sub.height
     misfits: list[str | None] = [None] * sub.height
     for j, (rec, keys, token) in enumerate(sub.select("rec", "keys", "token").iter_rows()):
-        if keys == 1:  # the only `"cost":` is the top-level key (the record has a cost)
+        if keys == 1 and "\\u" not in rec:  # the only `"cost":`: the top-level key
             strings[j] = token is None
             if token is not None:
                 texts[j], misfits[j] = _cost_fit(token, money)
