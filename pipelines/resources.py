@@ -426,6 +426,13 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         marker) otherwise."""
         return Lake(self.resolved_lake_uri).account(account_id)
 
+    def record_zone(self, lake: Lake, account_id: str) -> None:
+        """Record the account's business-day zone in its lake (`Lake.record_zone`), when the
+        accounts file gives one: the views built anywhere else read it there."""
+        zone = self.account_zones.get(account_id)
+        if zone is not None:
+            lake.record_zone(zone)
+
     def refresh_views(self, log: logging.Logger | dg.DagsterLogManager | None = None) -> bool:
         """Rebuild `warehouse.duckdb`'s views (atomic rename, never blocks an analyst) when they
         would change; True if rebuilt. Called once at the end of a run.

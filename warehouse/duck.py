@@ -363,7 +363,7 @@ def build_warehouse(
     data_dir.mkdir(parents=True, exist_ok=True)
     lake = Lake(lake_uri or default_lake_uri(data_dir))
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
-    zones = _zones(data_dir, account_zones)
+    zones = _zones(data_dir, lake, account_zones)
     final = data_dir / WAREHOUSE_FILE
     tmp = data_dir / f".{WAREHOUSE_FILE}.{uuid.uuid4().hex}.tmp"
 
@@ -394,10 +394,15 @@ def build_warehouse(
     return final
 
 
-def _zones(data_dir: Path, given: Mapping[str, str] | None) -> dict[str, str]:
-    if given is not None:
-        return dict(given)
-    return built_account_zones(data_dir) or {}
+def _zones(data_dir: Path, lake: Lake, given: Mapping[str, str] | None) -> dict[str, str]:
+    """Each account's business-day zone: as given (the accounts file), else as the lake
+    records it (each account's last landing), else as the current file was built with. A
+    new data dir over an existing lake (an analyst's machine), a reset `warehouse.duckdb`, or
+    an account no longer in the accounts file keeps its days' zone."""
+    zones = built_account_zones(data_dir) or {}
+    zones.update(lake.zones())
+    zones.update(given or {})
+    return zones
 
 
 def views_fingerprint(
@@ -457,7 +462,7 @@ def refresh_views(
     settings changed (`kpi=None`, `account_zones=None`: keep those the file was built with)."""
     lake = Lake(lake_uri or default_lake_uri(Path(data_dir).resolve()))
     kpi = kpi or built_kpi_settings(data_dir) or KpiSettings()
-    zones = _zones(Path(data_dir).resolve(), account_zones)
+    zones = _zones(Path(data_dir).resolve(), lake, account_zones)
     if built_fingerprint(data_dir) == views_fingerprint(lake, kpi, zones):
         return False
     build_warehouse(data_dir, lake_uri, kpi=kpi, account_zones=zones)

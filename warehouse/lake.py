@@ -79,6 +79,10 @@ from warehouse.stores import (
 )
 
 MARKER_FILE = "_cdrhouse_lake.json"
+# The account's business-day zone as its last landing was configured (the accounts file):
+# read by whoever builds views over the lake, so a day's local date does not depend on which
+# machine's `warehouse.duckdb` remembers it.
+ZONE_FILE = "_cdrhouse_zone.json"
 # The account's privacy records, which outlive a reset (`Lake.reset`); no table glob reads them.
 PRIVACY_DIR = "_privacy"
 # The erased people's tokens (never their numbers), one per line: every landing of the account
@@ -125,7 +129,7 @@ STALE_TMP_SECONDS = 6 * 3600
 # marker, a writer's temp file, a publish lock; at the root, the same inside an account's
 # sub-lake.
 _LAKE_FILE = (
-    rf"(?:{re.escape(MARKER_FILE)}|{TMP_DIR}/.+|{LOCK_DIR}/[^/]+"
+    rf"(?:{re.escape(MARKER_FILE)}|{re.escape(ZONE_FILE)}|{TMP_DIR}/.+|{LOCK_DIR}/[^/]+"
     rf"|(?:{REJECTED_DIR}/)?[a-z0-9_]+/[a-z0-9_]+=[^/]+/{re.escape(PART_FILE)})"
 )
 _ROOT_FILE = re.compile(rf"(?:{re.escape(ACCOUNT_DIR_PREFIX)}[a-z0-9_]{{1,63}}/)?{_LAKE_FILE}")
@@ -714,6 +718,39 @@ class Lake:
             current = self.source()  # a concurrent first writer may have won
         if current != source:
             raise LakeSourceConflict.between(source, str(current), self.uri, self.account_id)
+
+    def zone(self) -> str | None:
+        """The business-day zone recorded by this account's last landing (`record_zone`);
+        None when none was, or the file cannot be read (the views then keep theirs)."""
+        data = self.store.read_bytes(ZONE_FILE)
+        try:
+            zone = json.loads(data).get("timezone") if data else None
+        except (ValueError, AttributeError):
+            return None
+        return zone if isinstance(zone, str) and zone else None
+
+    def record_zone(self, zone: str) -> None:
+        """Record the account's business-day zone (replaced atomically; written only when it
+        changed)."""
+        if self.zone() == zone:
+            return
+        spool = self.store.spool_dir()
+        spool.mkdir(parents=True, exist_ok=True)
+        tmp = spool / f"zone-{uuid.uuid4().hex}.json"
+        tmp.write_text(json.dumps({"timezone": zone, "recorded_at": _now_ms()}))
+        try:
+            self.store.publish(tmp, ZONE_FILE)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def zones(self) -> dict[str, str]:
+        """Each account's recorded zone (`zone`), of the accounts holding data."""
+        out = {}
+        for account in self.accounts():
+            zone = (self if account == self.account_id else self.account(account)).zone()
+            if zone is not None:
+                out[account] = zone
+        return out
 
     def file_columns(self, table: str) -> frozenset[str]:
         """The columns of this lake's newest partition file of `table` and of the one written

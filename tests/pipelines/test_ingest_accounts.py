@@ -152,6 +152,21 @@ def test_three_accounts_land_exact_each_in_its_own_lake(tmp_path, accounts: Acco
             assert got == _truth(served, day), f"cdrhouse sql: {account} {day}"
 
     # Each account's local day comes from its own zone: the KPI intervals' local dates.
+    _assert_local_days(env)
+    # An analyst's machine (a new data dir over the same lake, no accounts file), and the
+    # same machine after its warehouse.duckdb is gone (`lake reset` deletes it): the zones
+    # are read from the lake. They lived only in warehouse.duckdb: every day became UTC.
+    analyst = clean_env(
+        PYTHONPATH=str(REPO_ROOT),
+        CDRHOUSE_DATA_DIR=str(tmp_path / "analyst"),
+        CDRHOUSE_LAKE_URI=lake.as_uri(),
+    )
+    _assert_local_days(analyst)
+    (tmp_path / "analyst" / "warehouse.duckdb").unlink()
+    _assert_local_days(analyst)
+
+
+def _assert_local_days(env: dict[str, str]) -> None:
     query = (
         "SELECT account_id, CAST(interval_start_utc AS VARCHAR) AS utc, "
         "CAST(local_date AS VARCHAR) AS local_date FROM rpt_interval_kpis"

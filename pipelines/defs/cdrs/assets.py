@@ -142,6 +142,8 @@ def build_cdr_assets(
             api_total = None
         seconds = time.perf_counter() - begun
         whole = checks.whole(stats.rows, api_total)
+        if whole:
+            warehouse.record_zone(lake, scope.account_id)
         results: list[dg.AssetCheckResult] = []
         if fetched:
             results.append(row_count_result(stats.rows, stats.api_total))
