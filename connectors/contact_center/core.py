@@ -308,8 +308,11 @@ class ClientCore:
             if size > limit:
                 raise _too_large(limit, method, path)
             parts.append(part)
-        # What `aread()` leaves: the body for `.content`, `.json()` and the parsers.
-        response._content = b"".join(parts)
+        # What `aread()` leaves: the body for `.content`, `.json()` and the parsers. A UTF-8
+        # byte order mark, which JSON readers may ignore (RFC 8259) but simdjson and msgspec
+        # refuse, is dropped: every page of such a server failed as "non-JSON".
+        body = b"".join(parts)
+        response._content = body[3:] if body[:3] == b"\xef\xbb\xbf" else body
 
     async def _within(
         self, call: Awaitable[T], request: httpx.Request, seconds: float | None = None

@@ -480,3 +480,34 @@ def test_a_server_paging_its_own_way_gives_every_cdr_once(
     assert ids == expected
     assert set(ids.values()) == {1}
     assert (server.empty_pages > 0) == empty_between
+
+
+class _WithBom(httpx.AsyncBaseTransport):
+    """The sandbox's answers, each body starting with a UTF-8 byte order mark."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        body = b"\xef\xbb\xbf" + await response.aread()
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() != "content-length"]
+        return httpx.Response(response.status_code, headers=headers, content=body)
+
+
+def test_bodies_starting_with_a_byte_order_mark_are_read() -> None:
+    """RFC 8259 lets a JSON reader ignore a BOM; every page of such a server failed as
+    "non-JSON body", retried, and the day never landed."""
+    sandbox = make_sandbox(cdrs_per_day=120, days=1)
+    start, end = day()
+    expected, _, _ = fetch_ids(sandbox, start, end)
+    ids, _, _ = fetch_ids(sandbox, start, end, transport=_WithBom(sandbox.transport()))
+    assert ids == expected
+
+    async def users(transport: httpx.AsyncBaseTransport) -> int:
+        async with make_client(sandbox, transport=transport) as client:
+            return len(await client.list_all_users())
+
+    assert asyncio.run(users(_WithBom(sandbox.transport()))) == asyncio.run(
+        users(sandbox.transport())
+    )
