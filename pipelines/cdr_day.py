@@ -47,7 +47,14 @@ from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
 from warehouse.lake import Lake, PartitionWriter
 from warehouse.normalize import NormalizedTables, normalize_decoded
-from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, Pseudonymizer
+from warehouse.privacy import (
+    FORGOTTEN,
+    RAW,
+    SIDES,
+    TOKEN_COLUMNS,
+    PrivacyPolicy,
+    Pseudonymizer,
+)
 
 # Typed tables written per day, and the NormalizedTables attribute each comes from.
 NORMALIZED_TABLES: Mapping[str, str] = {
@@ -83,6 +90,15 @@ PRIVACY_BATCH_ROWS = 2 * ROW_GROUP_ROWS
 PRIVACY_BATCH_BYTES = 2 * BIG_GROUP_BYTES
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 64  # a preview's text values are cut: it must not keep a 40 MB record alive
+# A customer's values (numbers or their tokens, channel identities, SMS bodies, unknown
+# fields): never in a preview.
+PERSON_PREVIEW_COLUMNS = (
+    *TOKEN_COLUMNS,
+    *(f"{side}_channel_account_id" for side in SIDES),
+    "message",
+    "data",
+    "extra",
+)
 # Pages being decoded or written at once (bounds memory, with the client's byte budget): enough
 # to keep both decoder threads busy while the writer writes.
 WRITE_AHEAD_PAGES = 4
@@ -335,7 +351,10 @@ class DayWriter:
         self._stats.counts[table] = self._stats.counts.get(table, 0) + frame.height
         if table not in self._stats.previews and frame.height:
             # Cut and copied (through Arrow): a slice of the group would keep all its buffers.
-            head = frame.head(PREVIEW_ROWS).with_columns(cs.string().str.slice(0, PREVIEW_CHARS))
+            # Without customers' values: Dagster's event log keeps previews, where an
+            # erasure (`cdrhouse privacy forget`) cannot reach them.
+            head = frame.head(PREVIEW_ROWS).drop(PERSON_PREVIEW_COLUMNS, strict=False)
+            head = head.with_columns(cs.string().str.slice(0, PREVIEW_CHARS))
             self._stats.previews[table] = pl.DataFrame(pl.from_arrow(head.to_arrow()))
 
 

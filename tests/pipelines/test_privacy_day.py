@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors.sandbox.config import DEFAULT_API_KEY
-from pipelines.cdr_day import land_day, renormalize_day
+from pipelines.cdr_day import PERSON_PREVIEW_COLUMNS, land_day, renormalize_day
 from pipelines.resources import ContactCenterResource, WarehouseResource
 from tests.support.clock import SessionClock
 from tests.support.lake import one_row, warehouse
@@ -49,7 +49,33 @@ def landed(clock: SessionClock, tmp_path_factory: pytest.TempPathFactory) -> Ite
         stats, checks = land_day(api, lake, log, day.isoformat(), privacy=policy)
         assert checks.whole(stats.rows, stats.api_total)
         WarehouseResource(data_dir=str(data_dir)).build_views()
+        PREVIEWS.update(stats.previews)
         yield data_dir, lake, day, call_id, policy
+
+
+PREVIEWS: dict[str, pl.DataFrame] = {}  # the landing's previews (the materializations')
+
+
+def test_no_preview_holds_a_customers_value(landed: tuple) -> None:
+    """Dagster's event log keeps each materialization's preview, where `cdrhouse privacy
+    forget` cannot reach: the `cdrs` preview held the first rows' number tokens (cut to 37
+    hex digits) and channel account ids, which outlived their erasure."""
+    data_dir, *_ = landed
+    assert set(PREVIEWS) >= {"raw_cdrs", "cdrs"}
+    with warehouse(data_dir) as con:
+        tokens = {
+            str(v)[:16]
+            for row in con.execute(
+                "SELECT from_phone_number, to_phone_number, from_identifier, to_identifier, "
+                "from_channel_account_id, to_channel_account_id FROM cdrs"
+            ).fetchall()
+            for v in row
+            if v is not None
+        }
+    for table, preview in PREVIEWS.items():
+        assert not set(preview.columns) & set(PERSON_PREVIEW_COLUMNS), table
+        shown = preview.drop("record", strict=False).write_ndjson()
+        assert [t for t in tokens if t in shown] == [], table
 
 
 def _parquet_texts(root: Path) -> Iterator[tuple[Path, str]]:
