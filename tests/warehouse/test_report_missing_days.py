@@ -115,3 +115,24 @@ def test_cdrhouse_report_refuses_an_account_the_warehouse_does_not_hold(
         "(it holds apac, default, emea)\n"
     )
     assert not out.exists()
+
+
+def test_a_local_day_half_landed_names_the_utc_day_it_lacks(tmp_path: Path) -> None:
+    """Each account's local days span two UTC days: Sydney's DAY begins at 13:00 UTC the day
+    before, New York's NEXT ends at 05:00 UTC the day after. Those UTC days not landed left a
+    local day of the period half counted, and the report said nothing of it."""
+    zones = {"apac": "Australia/Sydney", "emea": "America/New_York"}
+    _land(tmp_path, dict.fromkeys(SEEDS, (DAY, NEXT)))
+    build_warehouse(tmp_path, account_zones=zones)
+    before, after = DAY - dt.timedelta(days=1), NEXT + dt.timedelta(days=1)
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        report = build_report(con, DAY, after)
+    assert report.missing == {"apac": (before,), "emea": (after,)}
+    assert report.utc_days == {DEFAULT_ACCOUNT: 2, "apac": 3, "emea": 3}
+    assert missing_lines(report) == [
+        f"account apac: no CDRs for {before} (1 of 3 days, UTC)",
+        f"account emea: no CDRs for {after} (1 of 3 days, UTC)",
+    ]
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        # Sydney's NEXT is UTC DAY 13:00 to NEXT 13:00: both landed.
+        assert "apac" not in build_report(con, NEXT, after).missing

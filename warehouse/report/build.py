@@ -3,10 +3,11 @@ chart rows into Vega-Lite specs, write the page."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import altair as alt
 import duckdb
@@ -102,7 +103,15 @@ def build_report(
         currency=currency,
         account=account,
         accounts=tuple(sorted(sources)),
-        missing=_missing(con, start, end, [account] if account is not None else sorted(sources)),
+        **_missing(
+            con,
+            start,
+            end,
+            {
+                a: zones.get(a, str(settings[0]) if settings else "UTC")
+                for a in ([account] if account is not None else sorted(sources))
+            },
+        ),
     )
 
 
@@ -115,18 +124,38 @@ _DAYS_SQL = (
 
 
 def _missing(
-    con: duckdb.DuckDBPyConnection, start: date, end: date, accounts: list[str]
-) -> dict[str, tuple[date, ...]]:
-    """Per account of `accounts`, the UTC days of `[start, end)` without a CDR."""
-    if not accounts:
-        return {}
-    account = accounts[0] if len(accounts) == 1 else None
-    held: dict[str, set[date]] = {a: set() for a in accounts}
-    for account_id, day in fetch_whole(con, _DAYS_SQL, params(start, end, account))[1]:
+    con: duckdb.DuckDBPyConnection, start: date, end: date, zones: dict[str, str]
+) -> dict[str, Any]:
+    """Per account (`zones`: each one's business-day zone), the UTC days without a CDR among
+    those its local days `[start, end)` cover, and how many UTC days they cover. A local day
+    spans two UTC days (Sydney's begins at 13:00 UTC the day before): a UTC day next to the
+    period that is not landed leaves a local day of the period half counted."""
+    if not zones:
+        return {"missing": {}, "utc_days": {}}
+    spans = {a: _utc_span(start, end, zone) for a, zone in zones.items()}
+    first = min(s[0] for s in spans.values())
+    last = max(s[-1] for s in spans.values())
+    account = next(iter(zones)) if len(zones) == 1 else None
+    held: dict[str, set[date]] = {a: set() for a in zones}
+    found = fetch_whole(con, _DAYS_SQL, params(first, last + timedelta(days=1), account))[1]
+    for account_id, day in found:
         held.setdefault(str(account_id), set()).add(day)
-    period = [start + timedelta(days=i) for i in range((end - start).days)]
-    gaps = {a: tuple(d for d in period if d not in held[a]) for a in accounts}
-    return {a: days for a, days in gaps.items() if days}
+    gaps = {a: tuple(d for d in spans[a] if d not in held[a]) for a in zones}
+    return {
+        "missing": {a: days for a, days in gaps.items() if days},
+        "utc_days": {a: len(span) for a, span in spans.items()},
+    }
+
+
+def _utc_span(start: date, end: date, zone: str) -> list[date]:
+    """The UTC days the local days `[start, end)` of `zone` overlap."""
+    try:
+        tz: Any = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = UTC
+    first = datetime.combine(start, time(0), tz).astimezone(UTC).date()
+    last = (datetime.combine(end, time(0), tz) - timedelta(milliseconds=1)).astimezone(UTC)
+    return [first + timedelta(days=i) for i in range((last.date() - first).days + 1)]
 
 
 def report_accounts(data_dir: Path) -> list[str]:

@@ -103,6 +103,8 @@ class Report:
     # The UTC days of the period without a CDR in the warehouse, per account reported on
     # (accounts with every day have none): a failed night's account is absent from the totals.
     missing: dict[str, tuple[date, ...]] = field(default_factory=dict)
+    # Per account, the UTC days its local days of the period cover (`missing` is among them).
+    utc_days: dict[str, int] = field(default_factory=dict)
 
     @property
     def previous_start(self) -> date:

@@ -240,29 +240,33 @@ def _runs(days: tuple[date, ...]) -> str:
 def missing_lines(report: Report) -> list[str]:
     """The days without CDRs as text, one line per account (`cdrhouse report`, the asset's
     log)."""
-    total = (report.end - report.start).days
     named = report.account is not None or len(report.accounts) > 1
     return [
         ("account " + account + ": " if named else "")
-        + f"no CDRs for {_runs(days)} ({len(days)} of {total} days, UTC)"
+        + f"no CDRs for {_runs(days)} ({len(days)} of {_utc_days(report, account)} days, UTC)"
         for account, days in sorted(report.missing.items())
     ]
 
 
+def _utc_days(report: Report, account: str) -> int:
+    """The UTC days the account's local days of the period cover."""
+    return report.utc_days.get(account, (report.end - report.start).days)
+
+
 def _missing_days(report: Report) -> str:
     """Which accounts lack which days: otherwise a failed night only shows as lower totals."""
-    total = (report.end - report.start).days
     named = report.account is not None or len(report.accounts) > 1
     items = "".join(
         f'<li data-account="{html.escape(account)}" data-days="{len(days)}">'
         + (f"account {html.escape(account)}: " if named else "")
-        + f"{html.escape(_runs(days))} ({len(days)} of {total} days)</li>"
+        + f"{html.escape(_runs(days))} ({len(days)} of {_utc_days(report, account)} days)</li>"
         for account, days in sorted(report.missing.items())
     )
     return (
         '<div class="missing" id="missing-days"><p>Days without CDRs in this warehouse (UTC '
-        "days): every figure below leaves them out. A night whose ingest failed, or days not "
-        "ingested yet (<code>cdrhouse ingest --start DAY --end DAY</code>).</p>"
+        "days, those the period's local days cover): every figure below leaves them out. A "
+        "night whose ingest failed, or days not ingested yet (<code>cdrhouse ingest "
+        "--start DAY --end DAY</code>).</p>"
         f"<ul>{items}</ul></div>"
     )
 
