@@ -16,7 +16,7 @@ import datetime as dt
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -568,6 +568,15 @@ def last_complete_local_end(now: dt.datetime, zone: dt.tzinfo) -> dt.date:
     return midnight.astimezone(zone).date()
 
 
+def report_end(now: dt.datetime, zones: Iterable[str]) -> dt.date:
+    """The exclusive end of the business days complete in every zone of `zones` (the
+    accounts a report sums): an account west of UTC ends its day later, and a report whose
+    last day it has not ended yet would hold a part of that day."""
+    from zoneinfo import ZoneInfo
+
+    return min(last_complete_local_end(now, ZoneInfo(zone)) for zone in {"UTC", *zones})
+
+
 def report_range(args: argparse.Namespace, today: dt.date) -> tuple[dt.date, dt.date]:
     """`[start, end)` from `--start/--end` or `--days N`; ValueError says what is wrong."""
     from models.timestamps import EARLIEST_DAY, parse_day
@@ -611,7 +620,12 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         return 2
     import duckdb
 
-    from warehouse.analyst import built_kpi_and_lake, default_lake_uri, report_path
+    from warehouse.analyst import (
+        built_account_zones,
+        built_kpi_and_lake,
+        default_lake_uri,
+        report_path,
+    )
     from warehouse.report import missing_lines, report_accounts, report_target, write_report
     from warehouse.stores import UnreadablePartitions, is_local_uri, root_from_uri
 
@@ -634,6 +648,12 @@ def run_report(args: argparse.Namespace, data_dir: Path, lake_uri: str | None = 
         print(f"cdrhouse report: error: {problem}", file=sys.stderr)
         return 1
     account = getattr(args, "account", None)
+    if not (args.start or args.end):
+        # `--days N` ends with the last day complete in the zones of the accounts reported.
+        default = getattr(args, "timezone", None) or "UTC"
+        zones = built_account_zones(Path(data_dir)) or {}
+        chosen = [zones.get(account, default)] if account else [*zones.values(), default]
+        start, end = report_range(args, report_end(dt.datetime.now(dt.UTC), chosen))
     if account is not None:
         # A mistyped id would give a report of nothing, as if the account had no calls.
         held = report_accounts(Path(data_dir))

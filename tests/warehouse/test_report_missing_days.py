@@ -136,3 +136,34 @@ def test_a_local_day_half_landed_names_the_utc_day_it_lacks(tmp_path: Path) -> N
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         # Sydney's NEXT is UTC DAY 13:00 to NEXT 13:00: both landed.
         assert "apac" not in build_report(con, NEXT, after).missing
+
+
+def test_report_days_end_with_the_last_day_the_accounts_reported_have_ended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cdrhouse report --days N` ended with the last day complete in CDRHOUSE_TIMEZONE's
+    zone (UTC), whatever the account's: New York's day ends at 05:00 UTC the day after, so
+    its last day was not ingested whole yet, and the report said nothing."""
+    from zoneinfo import ZoneInfo
+
+    from warehouse.cli import last_complete_local_end, report_end
+
+    _land(tmp_path, {DEFAULT_ACCOUNT: (DAY,), "emea": (DAY,)})
+    build_warehouse(tmp_path, account_zones={"emea": "America/New_York"})
+    now = dt.datetime.now(dt.UTC)
+    utc_end = last_complete_local_end(now, dt.UTC)
+    ny_end = last_complete_local_end(now, ZoneInfo("America/New_York"))
+    assert report_end(now, ["Australia/Sydney"]) == utc_end
+    assert report_end(now, ["UTC", "America/New_York"]) == ny_end < utc_end
+
+    def printed_range(*account: str) -> str:
+        out = tmp_path / "report.html"
+        argv = ["report", "--days", "2", *account, "--out", str(out)]
+        assert main(argv, env={"CDRHOUSE_DATA_DIR": str(tmp_path)}) == 0
+        return capsys.readouterr().out.splitlines()[0]
+
+    ny = f"{ny_end - dt.timedelta(days=2)} .. {ny_end - dt.timedelta(days=1)}"
+    utc = f"{utc_end - dt.timedelta(days=2)} .. {utc_end - dt.timedelta(days=1)}"
+    assert ny in printed_range("--account", "emea")
+    assert ny in printed_range()  # every account summed: the latest to end its day
+    assert utc in printed_range("--account", DEFAULT_ACCOUNT)

@@ -18,7 +18,6 @@ Its days are business days in CDRHOUSE_TIMEZONE (the KPI views' `local_date`).
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import dagster as dg
 from pydantic import Field
@@ -28,7 +27,7 @@ from pipelines.resources import WarehouseResource, utc_now
 from warehouse.analyst import REPORT_FILE as REPORT_FILE
 from warehouse.analyst import REPORTS_DIR as REPORTS_DIR
 from warehouse.analyst import report_path
-from warehouse.cli import last_complete_local_end
+from warehouse.cli import report_end
 
 # No `from __future__ import annotations` here: Dagster reads the asset's config class from
 # its annotation at definition time.
@@ -99,8 +98,9 @@ def build_report_asset(
     ) -> dg.MaterializeResult[Any]:
         from warehouse.report import missing_lines, write_report
 
-        # Business days: the KPI views' `local_date` is in the warehouse's zone.
-        end = last_complete_local_end(utc_now(), ZoneInfo(warehouse.timezone))
+        # Business days: the KPI views' `local_date` is in each account's zone; the report
+        # ends with the last day every one of them has ended.
+        end = report_end(utc_now(), [warehouse.timezone, *warehouse.account_zones.values()])
         start = end - timedelta(days=config.days)
         lake = warehouse.lake()
         if lake.is_local:
