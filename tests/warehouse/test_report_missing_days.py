@@ -167,3 +167,30 @@ def test_report_days_end_with_the_last_day_the_accounts_reported_have_ended(
     assert ny in printed_range("--account", "emea")
     assert ny in printed_range()  # every account summed: the latest to end its day
     assert utc in printed_range("--account", DEFAULT_ACCOUNT)
+
+
+def test_charts_keep_apart_what_accounts_and_agents_name_alike(data_dir: Path) -> None:
+    """The sandbox's accounts name their campaigns alike, and an account may have two agents
+    of one name (a past "Lara (old)" and a new one): the outbound and agent charts, keyed by
+    label, drew them as one bar (connect rates stacked past 100 %), and the SMS chart drew an
+    unnamed bar per account and day."""
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        report = build_report(con, DAY, NEXT + dt.timedelta(days=1))
+        groups = {
+            view: con.execute(
+                f"SELECT count(DISTINCT (account_id, {key})) FROM {view} "
+                f"WHERE local_date >= DATE '{DAY}' AND local_date <= DATE '{NEXT}' {extra}"
+            ).fetchone()[0]
+            for view, key, extra in (
+                ("rpt_outbound_kpis", "campaign_id", ""),
+                ("rpt_agent_kpis", "user_id", "AND calls_handled + conversations_handled > 0"),
+            )
+        }
+    charts = {c.chart.key: c.rows for c in report.charts}
+    campaigns = {r["campaign"] for r in charts["outbound"]}
+    assert len(campaigns) == groups["rpt_outbound_kpis"] > 1
+    agents = {r["agent"] for r in charts["agents"]}
+    shown = len({r["rank"] for r in charts["agents"]})
+    assert len(agents) == shown == min(groups["rpt_agent_kpis"], 20)
+    days = [r["date"] for r in charts["sms"] if r["status"] == "sent"]
+    assert len(days) == len(set(days))

@@ -14,6 +14,8 @@ account); an id restricts every number to that account.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from warehouse.report import drawings
 from warehouse.report.data import Chart, Row, TileDef
 
@@ -102,11 +104,21 @@ TILES: tuple[TileDef, ...] = (
     ),
 )
 
+
+def _with_account(view: str) -> str:
+    """SQL naming a row's account after its label when every account is summed and the view
+    holds more than one: ids and names are an account's own, and a chart keyed by label
+    merged two accounts' campaigns (or agents) of one name into one bar."""
+    return (
+        f"|| CASE WHEN $account IS NULL AND (SELECT count(DISTINCT account_id) FROM {view}) "
+        "> 1 THEN ' (' || account_id || ')' ELSE '' END"
+    )
+
+
 QUEUE_SQL = (
     "SELECT queue_id, coalesce(any_value(queue_name), 'queue ' || queue_id) "
     # Queue ids are an account's own: across accounts, a queue is named with its account.
-    "|| CASE WHEN $account IS NULL AND (SELECT count(DISTINCT account_id) FROM rpt_queue_kpis) "
-    "> 1 THEN ' (' || account_id || ')' ELSE '' END AS queue, "
+    f"{_with_account('rpt_queue_kpis')} AS queue, "
     f"{_QUEUE_MEASURES} FROM rpt_queue_kpis WHERE {_LOCAL} "
     "GROUP BY account_id, queue_id ORDER BY offered DESC, account_id, queue_id"
 )
@@ -134,6 +146,13 @@ def _agent_rows(rows: list[Row]) -> list[Row]:
     """The top and bottom agents by handled contacts (all of them when there are few), one
     row per agent and contact kind (calls, conversations)."""
     ranked = sorted(rows, key=lambda r: (-int(r["handled"]), str(r["agent"])))
+    # Two agents of one name (a "Lara (old)" and a new Lara): each keeps a bar of its own.
+    names = Counter(str(r["agent"]) for r in ranked)
+    ranked = [
+        {**r, "agent": f"{r['agent']} [{str(r['user_id'])[:8]}]"} if names[str(r["agent"])] > 1
+        else r
+        for r in ranked
+    ]  # fmt: skip
     if len(ranked) > 2 * TOP_AGENTS:
         ranked = ranked[:TOP_AGENTS] + ranked[-TOP_AGENTS:]
     out: list[Row] = []
@@ -148,7 +167,10 @@ def _agent_rows(rows: list[Row]) -> list[Row]:
 
 def _outbound_rows(rows: list[Row]) -> list[Row]:
     out: list[Row] = []
+    names = Counter(str(r["campaign"]) for r in rows)
     for r in rows:
+        if names[str(r["campaign"])] > 1:  # two campaigns of one name: a bar each
+            r = {**r, "campaign": f"{r['campaign']} [{r['campaign_id']}]"}
         missed = int(r["attempts"]) - int(r["connects"])
         for outcome, n in (("connected", r["connects"]), ("not connected", missed)):
             out.append({**r, "outcome": outcome, "calls": n})
@@ -206,7 +228,8 @@ CHARTS: tuple[Chart, ...] = (
         "Outbound calls by campaign: connects and connect rate",
         "rpt_outbound_kpis",
         "SELECT campaign_id, coalesce(any_value(campaign_name), CASE WHEN campaign_id IS NULL "
-        "THEN '(no campaign)' ELSE 'campaign ' || campaign_id END) AS campaign, "
+        "THEN '(no campaign)' ELSE 'campaign ' || campaign_id END) "
+        f"{_with_account('rpt_outbound_kpis')} AS campaign, "
         "sum(attempts) AS attempts, sum(connects) AS connects, "
         "100.0 * sum(connects) / nullif(sum(attempts), 0) AS connect_rate_pct, "
         "sum(talk_s) / 3600 AS talk_h "
@@ -220,7 +243,8 @@ CHARTS: tuple[Chart, ...] = (
         "agents",
         f"Agents: top and bottom {TOP_AGENTS} by handled contacts (calls + conversations)",
         "rpt_agent_kpis",
-        "SELECT user_id, coalesce(any_value(user_name), user_id) AS agent, "
+        "SELECT user_id, coalesce(any_value(user_name), user_id) "
+        f"{_with_account('rpt_agent_kpis')} AS agent, "
         "sum(calls_handled + conversations_handled) AS handled, "
         "sum(calls_handled) AS calls_handled, "
         "sum(conversations_handled) AS conversations_handled, "
@@ -249,8 +273,10 @@ CHARTS: tuple[Chart, ...] = (
         "sms",
         "SMS delivery per day: sent and failed",
         "rpt_sms_delivery",
-        "SELECT date, sms, sent, failed, segments, canned, free_text, cost "
-        f"FROM rpt_sms_delivery WHERE {_IN_RANGE} ORDER BY date",
+        # Summed per day: one row per account and day drew several unnamed bars a day.
+        "SELECT date, sum(sms) AS sms, sum(sent) AS sent, sum(failed) AS failed, "
+        "sum(segments) AS segments, sum(canned) AS canned, sum(free_text) AS free_text, "
+        f"sum(cost) AS cost FROM rpt_sms_delivery WHERE {_IN_RANGE} GROUP BY date ORDER BY date",
         "No SMS in this range.",
         drawings.sms,
         _sms_rows,
