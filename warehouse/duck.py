@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from models import cdr_fields as cdr_fields_module
 from models import tables as tables_module
-from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS
+from models.tables import ALL_TABLES, BALANCE_SNAPSHOTS, CDR_TABLES
 from warehouse import kpi as kpi_module
 from warehouse import viewsql as viewsql_module
 from warehouse.analyst import LAKE_DIR as LAKE_DIR
@@ -405,6 +405,9 @@ def _zones(data_dir: Path, lake: Lake, given: Mapping[str, str] | None) -> dict[
     return zones
 
 
+CDR_TABLE_NAMES = tuple(spec.name for spec in CDR_TABLES)
+
+
 def views_fingerprint(
     lake: Lake, kpi: KpiSettings | None = None, account_zones: Mapping[str, str] | None = None
 ) -> str:
@@ -422,6 +425,12 @@ def views_fingerprint(
         digest.update(f"{name}={holders[name]}\0".encode())
     for account in sorted({a for held in holders.values() for a in held} - {DEFAULT_ACCOUNT}):
         digest.update(f"{account}:{lake.account(account).source_shown()}\0".encode())
+    # The CDR tables' columns: a day landed again under `token` over `raw` days gains the
+    # privacy stage's columns (`pii_forgotten`...), which the views take from the files.
+    for name in CDR_TABLE_NAMES:
+        for holder in holders[name]:
+            sub = lake if holder == lake.account_id else lake.account(holder)
+            digest.update(f"{holder}:{name}:{sorted(sub.file_columns(name))}\0".encode())
     # duck.py runs the views, viewsql.py writes their text, tables.py gives their columns (the
     # CDR tables' from the field table, cdr_fields.py).
     code = [

@@ -429,3 +429,25 @@ def test_odd_dispositions_from_the_api_land_and_count_by_the_setting(
     answered = ("answered", "it's odd")
     kpi = KpiSettings(answered_dispositions=answered, unanswered_dispositions=("busy", "failed"))
     assert _older_views(_views(lake_dir, kpi)) == _older_views_want(tables, answered)
+
+
+def test_a_day_landed_again_with_new_columns_rebuilds_the_views(tmp_path: Path) -> None:
+    """A `raw` day landed again under `token` gains the privacy stage's columns: the views,
+    whose fingerprint counted which accounts hold which tables but not their columns, were
+    not rebuilt, and `SELECT pii_forgotten FROM cdrs` failed until `cdrhouse lake views`."""
+    from connectors.sandbox.generator import Dataset
+    from warehouse.duck import refresh_views
+
+    from .conftest import write_day
+
+    lake = Lake((tmp_path / "lake").as_uri())
+    norm = write_day(lake, Dataset(seed=5, start_date=START, days=1, cdrs_per_day=30), START)
+    assert refresh_views(tmp_path)
+    with pytest.raises(duckdb.BinderException), connect(tmp_path) as analyst:
+        analyst.execute("SELECT pii_forgotten FROM cdrs").fetchall()
+    flagged = norm.cdrs.with_columns(pl.lit(False).alias("pii_forgotten"))
+    lake.write("cdrs", partition_key("date", START), flagged)
+    assert refresh_views(tmp_path)
+    with connect(tmp_path) as analyst:
+        assert analyst.execute("SELECT bool_or(pii_forgotten) FROM cdrs").fetchone() == (False,)
+    assert not refresh_views(tmp_path)  # nothing changed since: no rebuild
