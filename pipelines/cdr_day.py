@@ -562,17 +562,23 @@ def land_day(
         lake.delete_partition(RAW_CDRS, key, rejected=True)
         if privacy.tokens:
             _forget_late(lake, key, (RAW_CDRS, *tables), pz.forgotten)
+    elif privacy.tokens:
+        # The rejected copy is kept for diagnosis: an erasure meanwhile reaches it too.
+        _forget_late(lake, key, (RAW_CDRS,), pz.forgotten, rejected=True)
     return stats, checks
 
 
-def _forget_late(lake: Lake, key: str, tables: Sequence[str], read: frozenset[str]) -> None:
-    """Erase from the day just published the tokens `cdrhouse privacy forget` added to the
-    forget-list after the day read it (`read`). Read after publishing: a `forget` that wrote
-    the list later scans the day after it was published, so one of the two erases it."""
+def _forget_late(
+    lake: Lake, key: str, tables: Sequence[str], read: frozenset[str], *, rejected: bool = False
+) -> None:
+    """Erase from the day just published (`rejected`: its rejected copy just written) the
+    tokens `cdrhouse privacy forget` added to the forget-list after the day read it (`read`).
+    Read after publishing: a `forget` that wrote the list later scans the day after it was
+    published, so one of the two erases it."""
     late = lake.forgotten() - read
     for token in sorted(late):
         for table in tables:
-            erase_partition(lake, table, key, token)
+            erase_partition(lake, table, key, token, rejected=rejected)
 
 
 def renormalize_day(

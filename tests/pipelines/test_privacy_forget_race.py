@@ -64,3 +64,42 @@ def test_a_forget_while_the_day_lands_is_honoured_when_the_day_publishes(
     assert checks.whole(stats.rows, stats.api_total)
     assert holding(lake, token) == {t: set() for t in PERSON_TABLES}
     assert flagged(lake)["cdrs"]  # the re-pulled rows of the person are flagged
+
+
+def test_a_forget_while_a_withheld_day_lands_reaches_its_rejected_copy(
+    slow: ServedSandbox, tmp_path: Path
+) -> None:
+    """The re-pull is withheld (the API's total says more than it sent): the day stays as it
+    was and the records received go to the rejected area for diagnosis. A forget while it
+    ran erased the day, but the rejected copy, written with the forget-list read before the
+    forget, kept the person's token."""
+    day = slow.clock.days_ago(4).isoformat()
+    key = f"date={day}"
+    log = logging.getLogger("test")
+    lake = Lake(str(tmp_path / "lake"))
+    land_day(slow.resource(), lake, log, day, privacy=POLICY)
+    cdrs = lake.read("cdrs", key)
+    assert cdrs is not None
+    token = str(cdrs["from_phone_number"].drop_nulls()[0])
+    slow.sandbox.faults = FaultConfig(latency_ms=LATENCY_MS, total_mismatch=5)
+    asked = _requests(slow)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        landing = pool.submit(land_day, slow.resource(), lake, log, day, privacy=POLICY)
+        deadline = time.monotonic() + 60
+        while _requests(slow) == asked:
+            assert time.monotonic() < deadline
+            assert not landing.done(), landing.result()
+            time.sleep(0.01)
+        forget(lake, token, POLICY.key_check)
+        raced = not landing.done()
+        stats, checks = landing.result()
+
+    assert raced
+    assert not checks.whole(stats.rows, stats.api_total)
+    rejected = lake.open_parquet("raw_cdrs", key, rejected=True)
+    assert rejected is not None
+    records = rejected.read(columns=["record"]).column("record").to_pylist()
+    assert records
+    assert [r for r in records if token in r] == []
+    assert holding(lake, token) == {t: set() for t in PERSON_TABLES}
