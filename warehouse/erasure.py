@@ -97,6 +97,11 @@ def forget(
         raise ValueError("not a token: expected 64 lowercase hex characters")
     footers = lake.day_footers() if footers is None else footers
     lake.check_key(key_check, footers)
+    if key_check is not None:
+        # The forget-list holds this key's tokens: a lake without token days yet (only
+        # `raw` ones) is claimed by it, so no later landing makes the person's token with
+        # another key, which the list would not hold.
+        lake.claim_key(key_check)
     lake.forget([token])
     result = ForgetResult(clear_days=clear_days(footers))
     for table in PERSON_TABLES:

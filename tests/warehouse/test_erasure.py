@@ -32,8 +32,8 @@ from tests.support.token_lake import (
     land,
 )
 from warehouse.erasure import PERSON_TABLES, erase_partition, forget
-from warehouse.lake import FORGET_LIST, Lake
-from warehouse.privacy import FORGOTTEN, RAW, phone_token
+from warehouse.lake import FORGET_LIST, Lake, LakeKeyConflict
+from warehouse.privacy import FORGOTTEN, RAW, PrivacyPolicy, phone_token
 
 
 @pytest.fixture(scope="module")
@@ -298,3 +298,21 @@ def test_two_erasures_at_once_keep_both_peoples_tokens_on_the_forget_list(tmp_pa
         worker.join(120)
         assert worker.exitcode == 0
     assert len(Lake(uri).forgotten()) == 120
+
+
+def test_a_forget_on_a_lake_of_raw_days_binds_it_to_the_forget_lists_key(
+    tmp_path: Path, person: Person
+) -> None:
+    """`forget` on a lake of `raw` days only (it says: land them again under `token`) wrote
+    key A's token on the forget-list, and nothing tied the lake to key A: the days landed
+    again under key B held the person's key-B token, unflagged, and a `raw` landing the
+    number in clear. The forget claims the lake for its key: both are refused."""
+    lake = Lake(str(tmp_path / "lake"))
+    land(lake, DAY1, RAW)
+    forget(lake, person.token, POLICY.key_check)
+    other = PrivacyPolicy("token", b"another-key-for-the-same-lake-01")
+    with pytest.raises(LakeKeyConflict):
+        lake.check_landing(other.key_check)
+    with pytest.raises(LakeKeyConflict):
+        lake.check_landing(None)
+    lake.check_landing(POLICY.key_check)  # the forget-list's key lands
