@@ -564,14 +564,20 @@ def _bool(expr: pl.Expr) -> pl.Expr:
 
 
 def cast_text(text: pl.Expr, dtype: Any) -> pl.Expr:
-    """A decoded text leaf cast to a column type, null when it does not cast (an int goes
-    through f64, as the text did)."""
+    """A decoded text leaf cast to a column type, null when it does not cast exactly."""
     if dtype == pl.Boolean():
         return _bool(text)
     if dtype == pl.Float64():
         return text.cast(pl.Float64(), strict=False)
     if dtype == pl.Int64():
-        return text.cast(pl.Float64(), strict=False).cast(pl.Int64(), strict=False)
+        # The integer as written when it is one (past 2**53, f64 rounded it); else through
+        # f64 only when that is a whole number (`1e2`): `1.7` is not 1, it is unreadable.
+        number = text.cast(pl.Float64(), strict=False)
+        whole = (number == number.floor()) & (number.abs() < 2.0**53)
+        return pl.coalesce(
+            text.cast(pl.Int64(), strict=False),
+            pl.when(whole).then(number.cast(pl.Int64(), strict=False)),
+        )
     if dtype in (S, pl.List(S)):
         return text
     raise ValueError(f"no text cast to {dtype}")
