@@ -169,6 +169,12 @@ def test_report_days_end_with_the_last_day_the_accounts_reported_have_ended(
     assert utc in printed_range("--account", DEFAULT_ACCOUNT)
 
 
+def one_value(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def test_charts_keep_apart_what_accounts_and_agents_name_alike(data_dir: Path) -> None:
     """The sandbox's accounts name their campaigns alike, and an account may have two agents
     of one name (a past "Lara (old)" and a new one): the outbound and agent charts, keyed by
@@ -177,10 +183,11 @@ def test_charts_keep_apart_what_accounts_and_agents_name_alike(data_dir: Path) -
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
         report = build_report(con, DAY, NEXT + dt.timedelta(days=1))
         groups = {
-            view: con.execute(
+            view: one_value(
+                con,
                 f"SELECT count(DISTINCT (account_id, {key})) FROM {view} "
-                f"WHERE local_date >= DATE '{DAY}' AND local_date <= DATE '{NEXT}' {extra}"
-            ).fetchone()[0]
+                f"WHERE local_date >= DATE '{DAY}' AND local_date <= DATE '{NEXT}' {extra}",
+            )
             for view, key, extra in (
                 ("rpt_outbound_kpis", "campaign_id", ""),
                 ("rpt_agent_kpis", "user_id", "AND calls_handled + conversations_handled > 0"),

@@ -449,6 +449,7 @@ class _OwnPaging(httpx.AsyncBaseTransport):
         cursor = request.url.params.get("cursor", "n:0")
         kind, at = cursor.split(":")
         offset = int(at)
+        after: str | None
         if kind == "e":
             self.empty_pages += 1
             page, after = [], f"n:{offset}"
