@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipelines import cli_privacy
 from pipelines.cli_ingest import (
@@ -79,9 +80,20 @@ def parse_day(text: str, flag: str) -> date:
         raise CliError(f"{flag} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-11-20") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that an argument it did not take is not echoed with its digits: a
+    number given to `privacy forget` unquoted and split by an option (`+49 151 --account emea
+    12345678`) left its last part in the error line (a terminal's scrollback, a CI log)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            message = re.sub(r"[0-9]{3,}", "…", message)
+        super().error(message)
+
+
 def build_parser(*, sandbox_args: bool = True) -> argparse.ArgumentParser:
     """The argument parser; `sandbox_args=False` leaves the sandbox package unimported."""
-    parser = argparse.ArgumentParser(prog="cdrhouse", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="cdrhouse", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     ingest = sub.add_parser("ingest", help="materialize CDR days [start, end) and the snapshots")

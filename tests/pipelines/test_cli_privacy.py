@@ -176,3 +176,20 @@ def test_a_refusal_is_one_line_exit_2_and_writes_nothing(
     assert message in err
     assert digits[2:] not in err  # the number is never echoed
     assert digests(data_dir) == files
+
+
+def test_a_number_split_by_an_option_is_not_echoed_by_the_usage_error(
+    data_dir: Path, person: Person, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`privacy forget +49 151 --account emea 12345678`, unquoted: argparse refused the part
+    after the option and echoed it ("unrecognized arguments: 12345678")."""
+    digits = person.number.removeprefix("+")
+    argv = ["privacy", "forget", "+" + digits[:2], digits[2:5], "--account", "x", digits[5:]]
+    files = digests(data_dir)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv, env=_env(data_dir))
+    assert exit_.value.code == 2
+    _, err = capsys.readouterr()
+    assert "unrecognized arguments" in err
+    assert digits[5:] not in err
+    assert digests(data_dir) == files
