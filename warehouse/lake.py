@@ -615,15 +615,20 @@ class Lake:
         only their own tokens, and a re-pull then brought the other's person back."""
         with self.lock(FORGET_LIST_LOCK):
             merged = self.forgotten() | frozenset(tokens)
-            spool = self.store.spool_dir()
-            spool.mkdir(parents=True, exist_ok=True)
-            tmp = spool / f"forget-{uuid.uuid4().hex}.txt"
-            tmp.write_text("".join(f"{t}\n" for t in sorted(merged)))
-            try:
-                self.store.publish(tmp, FORGET_LIST)
-            finally:
-                tmp.unlink(missing_ok=True)
+            self._replace_small(FORGET_LIST, "".join(f"{t}\n" for t in sorted(merged)).encode())
         return merged
+
+    def _replace_small(self, rel: str, data: bytes) -> None:
+        """Replace a small record file of the lake (the forget-list, the zone) atomically:
+        written in the spool, then published as a partition is."""
+        spool = self.store.spool_dir()
+        spool.mkdir(parents=True, exist_ok=True)
+        tmp = spool / f"record-{uuid.uuid4().hex}.tmp"
+        tmp.write_bytes(data)
+        try:
+            self.store.publish(tmp, rel)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def key_check_of(self, table: str, key: str) -> str | None:
         """The key check a partition's footer records (None: absent, or landed without
@@ -732,16 +737,9 @@ class Lake:
     def record_zone(self, zone: str) -> None:
         """Record the account's business-day zone (replaced atomically; written only when it
         changed)."""
-        if self.zone() == zone:
-            return
-        spool = self.store.spool_dir()
-        spool.mkdir(parents=True, exist_ok=True)
-        tmp = spool / f"zone-{uuid.uuid4().hex}.json"
-        tmp.write_text(json.dumps({"timezone": zone, "recorded_at": _now_ms()}))
-        try:
-            self.store.publish(tmp, ZONE_FILE)
-        finally:
-            tmp.unlink(missing_ok=True)
+        if self.zone() != zone:
+            marker = {"timezone": zone, "recorded_at": _now_ms()}
+            self._replace_small(ZONE_FILE, json.dumps(marker).encode())
 
     def zones(self) -> dict[str, str]:
         """Each account's recorded zone (`zone`), of the accounts holding data."""
