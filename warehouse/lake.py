@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 import pyarrow as pa
@@ -254,6 +255,16 @@ class LakeKeyConflict(LakeSourceConflict):
             f"({KEY_MARKER_FILE}); set CDRHOUSE_PHONE_NUMBERS=token and the key they are made "
             "with, or land raw numbers into another lake"
         )
+
+
+def _known_zone(name: str) -> bool:
+    """A zone name the views can use: one edited by hand into a zone file, unknown, would
+    fail every KPI query (the view converts with it)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def partition_key(column: str, value: dt.date | str) -> str:
@@ -732,7 +743,7 @@ class Lake:
             zone = json.loads(data).get("timezone") if data else None
         except (ValueError, AttributeError):
             return None
-        return zone if isinstance(zone, str) and zone else None
+        return zone if isinstance(zone, str) and _known_zone(zone) else None
 
     def record_zone(self, zone: str) -> None:
         """Record the account's business-day zone (replaced atomically; written only when it

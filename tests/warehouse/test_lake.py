@@ -440,3 +440,24 @@ def test_a_lock_folder_that_cannot_be_made_fails_the_publish_and_keeps_the_last_
         lake.write_together(key, users_frames([{"id": "u-2"}], [], at), source="test")
     assert (tmp_path / "users" / key / "part-0.parquet").read_bytes() == before
     assert list((tmp_path / "_tmp").glob(f"*.{key}.*")) == []
+
+
+@pytest.mark.parametrize(
+    "damage", [b"{not json", b"[1]", b'{"timezone": "Europe/Berln"}', b'{"timezone": 7}']
+)
+def test_a_damaged_zone_file_is_not_used_and_the_next_landing_replaces_it(
+    tmp_path, damage: bytes
+) -> None:
+    """A zone file edited by hand (a typo in the zone, not JSON): read as none, so the views
+    keep their zone instead of failing every KPI query, and the next landing writes it."""
+    from warehouse.lake import ZONE_FILE
+
+    lake = Lake((tmp_path / "lake").as_uri()).account("emea")
+    lake.record_zone("Australia/Sydney")
+    assert lake.zone() == "Australia/Sydney"
+    path = tmp_path / "lake" / "account_id=emea" / ZONE_FILE
+    path.write_bytes(damage)
+    assert lake.zone() is None
+    lake.record_zone("Australia/Sydney")
+    assert lake.zone() == "Australia/Sydney"
+    assert not list((tmp_path / "lake").rglob("record-*"))  # no spool file left in the lake
