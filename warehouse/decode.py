@@ -141,14 +141,17 @@ class _Head(msgspec.Struct):
     started_at: str | None = None
 
 
+# `null` for the list: a page the connector took as empty (`metadata.total` 0, as a Go
+# server writes a nil slice); read as `[]`.
 class _HeadPage(msgspec.Struct):
-    cdrs: list[_Head]
+    cdrs: list[_Head] | None
 
 
 class _RawPage(msgspec.Struct):
-    cdrs: list[msgspec.Raw]
+    cdrs: list[msgspec.Raw] | None
 
 
+_EMPTY_PAGE = b'{"cdrs":[]}'
 _HEADS = msgspec.json.Decoder(_HeadPage)
 _RAWS = msgspec.json.Decoder(_RawPage)
 
@@ -170,6 +173,8 @@ def decode_page(body: bytes) -> pl.DataFrame:
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
         return _decode_page_general(body)
+    if raws is None or heads is None:
+        body, raws, heads = _EMPTY_PAGE, [], []
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return _decode_page_general(body)
     try:
@@ -272,7 +277,7 @@ def _split(body: bytes) -> list[bytes]:
     """A page's records, minified, their tokens as written: msgspec, or when it refuses the
     page (a record too deep, `NaN`), `models.jsonpage`; PageDecodeError if it is no page."""
     try:
-        return [bytes(r) for r in _RAWS.decode(msgspec.json.format(body, indent=-1)).cdrs]
+        return [bytes(r) for r in _RAWS.decode(msgspec.json.format(body, indent=-1)).cdrs or ()]
     except _MALFORMED:
         pass
     try:
@@ -464,6 +469,8 @@ def decode_page_counted(
         raws = _RAWS.decode(body).cdrs
     except _MALFORMED:
         return Decoded(with_decoded(decode_page(body), fields), False)
+    if raws is None:
+        body, raws = _EMPTY_PAGE, []
     if raws and not (_minified(raws[0]) and _minified(raws[-1])):
         return Decoded(with_decoded(decode_page(body), fields), False)
     big = len(body) > BIG_PAGE_BYTES

@@ -26,6 +26,7 @@ from connectors.contact_center.cdr import (
 from connectors.contact_center.directory import DirectoryEndpoints
 from connectors.contact_center.endpoints import ENDPOINTS
 from connectors.contact_center.errors import InvalidBodyError
+from connectors.contact_center.paginators import null_list_is_empty
 from connectors.contact_center.responses import (
     ListPage,
     WriteResult,
@@ -186,10 +187,12 @@ class ContactCenterClient(DirectoryEndpoints):
         def parse(response: httpx.Response) -> tuple[list[Any], int | None, str | None]:
             obj = json_object(response)
             items = obj.get("cdrs")
-            if not isinstance(items, list):
-                raise InvalidBodyError("200 CDR page has no 'cdrs' array; retry later")
             meta = obj.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
+            if not isinstance(items, list):
+                if not null_list_is_empty("cdrs" in obj and items is None, meta.get("total")):
+                    raise InvalidBodyError("200 CDR page has no 'cdrs' array; retry later")
+                items = []
             return items, meta.get("total"), meta.get("next_cursor")
 
         items, total, next_cursor = await self._send(endpoint, parse, params=params)

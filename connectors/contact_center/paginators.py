@@ -89,6 +89,13 @@ def _metadata(meta: Any) -> tuple[int | None, str | None]:
     return raw_total, _as_str(meta.get("next_cursor")) or None
 
 
+def null_list_is_empty(is_null: bool, total: object) -> bool:
+    """Whether a list given as JSON `null` (not in the spec: some servers write an empty list so,
+    as Go does a nil slice) is read as an empty page: only when `metadata.total` says 0. With
+    any other total, or none, it stays a body to ask again: it could hide records."""
+    return is_null and type(total) is int and total == 0
+
+
 def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInfo:
     """Read count, total and next_cursor (and the first/last record keys when `keys`).
 
@@ -101,13 +108,15 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
     if not isinstance(doc, simdjson.Object):
         raise InvalidBodyError("list body is not a JSON object")
     items = doc.get(list_key)
-    if not isinstance(items, simdjson.Array):
-        raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
     meta = doc.get("metadata")
     total: int | None = None
     cursor: str | None = None
     if isinstance(meta, simdjson.Object):
         total, cursor = _metadata(meta)
+    if not isinstance(items, simdjson.Array):
+        if null_list_is_empty(list_key in doc and items is None, total):
+            return PageInfo(0, total, cursor)
+        raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
     count = len(items)
     first_id = last_id = first_at = last_at = None
     if keys and count:

@@ -17,7 +17,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from connectors.contact_center.errors import InvalidBodyError, ResponseShapeError
-from connectors.contact_center.paginators import PageInfo
+from connectors.contact_center.paginators import PageInfo, null_list_is_empty
 from models.resources import UNREADABLE, ApiModel, WriteModel
 
 logger = logging.getLogger("connectors.contact_center")
@@ -83,12 +83,14 @@ def list_body(list_key: str) -> Callable[[httpx.Response], tuple[list[Any], Page
     def parse(response: httpx.Response) -> tuple[list[Any], PageInfo]:
         obj = json_object(response)
         items = obj.get(list_key)
-        if not isinstance(items, list):
-            raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
         meta = obj.get("metadata")
         total = meta.get("total") if isinstance(meta, dict) else None
         if total is not None and (not isinstance(total, int) or isinstance(total, bool)):
             raise InvalidBodyError(f"metadata.total is not an integer: {total!r}")
+        if not isinstance(items, list):
+            if not null_list_is_empty(list_key in obj and items is None, total):
+                raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
+            items = []
         return items, PageInfo(count=len(items), total=total)
 
     return parse

@@ -26,6 +26,7 @@ from connectors.contact_center import (
 from connectors.sandbox import Sandbox
 from connectors.sandbox.faults import FaultConfig
 from models.resources import SendSms
+from warehouse.decode import decode_page_counted
 
 from .conftest import day, make_client, make_sandbox
 
@@ -49,7 +50,7 @@ def fetch_ids(
     pages, stats = asyncio.run(main())
     ids: Counter[str] = Counter()
     for page in pages:
-        records = orjson.loads(page.body)["cdrs"]
+        records = orjson.loads(page.body)["cdrs"] or []  # `null`: an empty page
         assert len(records) == page.count
         ids.update(r["id"] for r in records)
     return ids, stats, pages
@@ -512,3 +513,69 @@ def test_bodies_starting_with_a_byte_order_mark_are_read() -> None:
     assert asyncio.run(users(_WithBom(sandbox.transport()))) == asyncio.run(
         users(sandbox.transport())
     )
+
+
+class _NullLists(httpx.AsyncBaseTransport):
+    """The sandbox's answers with every list written as JSON `null` when it is empty (as a Go
+    server writes a nil slice), or, with `always`, the CDR list `null` whatever it holds."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, *, always: bool = False) -> None:
+        self.inner, self.always = inner, always
+        self.nulls = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        body = await response.aread()
+        if response.status_code == 200 and body.startswith(b"{"):
+            doc = orjson.loads(body)
+            for key, value in doc.items():
+                if isinstance(value, list) and (self.always or not value) and key != "errors":
+                    doc[key] = None
+                    self.nulls += 1
+            body = orjson.dumps(doc)
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() != "content-length"]
+        return httpx.Response(response.status_code, headers=headers, content=body)
+
+
+def test_an_empty_list_written_as_null_is_read_as_an_empty_page() -> None:
+    """`"cdrs": null` (and `"users": null`) with `metadata.total` 0: an empty window, not a
+    body to ask again until the day fails. A window with CDRs reads the same as before."""
+    sandbox = make_sandbox(cdrs_per_day=120, days=1)
+
+    async def pages(transport: httpx.AsyncBaseTransport, offset: int) -> list[CdrPage]:
+        async with make_client(sandbox, transport=transport) as client:
+            return await _collect(client, *day(offset))
+
+    async def listed(transport: httpx.AsyncBaseTransport) -> tuple[int, int]:
+        async with make_client(sandbox, transport=transport) as client:
+            cdrs, total, _ = await client.list_cdrs(*day(3))
+            users = await client.list_all_users(name="no such agent")
+            return len(cdrs) + len(users), total or 0
+
+    nulls = _NullLists(sandbox.transport())
+    empty = asyncio.run(pages(nulls, 3))  # after the sandbox's only day
+    assert nulls.nulls > 0
+    assert empty
+    assert all(p.count == 0 for p in empty)
+    assert empty[-1].last
+    for page in empty:  # the day's decoder reads the page as the connector did
+        assert decode_page_counted(page.body).frame.height == 0
+    assert asyncio.run(listed(_NullLists(sandbox.transport()))) == (0, 0)
+
+    expected, _, _ = fetch_ids(sandbox, *day())
+    ids, _, _ = fetch_ids(sandbox, *day(), transport=_NullLists(sandbox.transport()))
+    assert ids == expected
+    assert sum(expected.values()) > 0
+
+
+def test_a_null_list_whose_total_says_records_is_asked_again_then_fails() -> None:
+    """`null` with a total above 0 could hide records: never read as an empty day."""
+    sandbox = make_sandbox(cdrs_per_day=120, days=1)
+
+    async def main() -> list[CdrPage]:
+        transport = _NullLists(sandbox.transport(), always=True)
+        async with make_client(sandbox, transport=transport, max_attempts=2) as client:
+            return await _collect(client, *day())
+
+    with pytest.raises(RetriableAPIError, match="no 'cdrs' array"):
+        asyncio.run(main())
