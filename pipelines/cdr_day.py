@@ -122,6 +122,11 @@ class Withheld(Exception):
     of the day is published (`raw_cdrs` goes to the rejected area)."""
 
 
+class PageCountMismatch(Exception):
+    """A page's records as the connector counted them and as the decoder split them differ (a
+    list key given twice, which JSON readers resolve differently): nothing of the day lands."""
+
+
 @dataclass
 class DayStats:
     """What landing one day did, for the assets' metadata."""
@@ -379,7 +384,7 @@ async def pull_day(
     ):
 
         async def land(
-            body: list[bytes], previous: asyncio.Task[int] | None, budget: ByteBudget
+            body: list[bytes], count: int, previous: asyncio.Task[int] | None, budget: ByteBudget
         ) -> int:
             # `body` is a box emptied into the decoder: nothing here keeps the page's bytes
             # once decoded, nor the frame once written (a 40 MB record is held once, not thrice).
@@ -392,6 +397,11 @@ async def pull_day(
                 if previous is not None:
                     await previous  # page order: the previous page is written first
                 height = frame[0].height
+                if height != count:
+                    raise PageCountMismatch(
+                        f"a CDR page of {partition}: the connector read {count} records, the "
+                        f"decoder {height} (a list key given twice?); the day is not landed"
+                    )
                 stats.native_pages += native
                 if height:
                     await loop.run_in_executor(writer, _take_and, write, frame)
@@ -407,7 +417,9 @@ async def pull_day(
                     budget = ByteBudget(client.settings.page_bytes_in_flight)
                     async for page in client.fetch_cdr_pages(start, end, budget=budget):
                         previous = landing[-1] if landing else None
-                        landing.append(asyncio.create_task(land([page.body], previous, budget)))
+                        landing.append(
+                            asyncio.create_task(land([page.body], page.count, previous, budget))
+                        )
                         stats.pages += 1
                         stats.received += page.count
                         stats.bytes += len(page.body)

@@ -141,8 +141,9 @@ class _Head(msgspec.Struct):
     started_at: str | None = None
 
 
-# `null` for the list: a page the connector took as empty (`metadata.total` 0, as a Go
-# server writes a nil slice); read as `[]`.
+# `null` for the list (as a Go server writes a nil slice) is read as `[]`: the connector
+# refuses it unless `metadata.total` says no record is left, and the day step compares each
+# page's count with the rows decoded here.
 class _HeadPage(msgspec.Struct):
     cdrs: list[_Head] | None
 

@@ -204,7 +204,7 @@ async def window_pages(
 
     def read(body: bytes) -> PageInfo:
         try:
-            return read_page_info(body, "cdrs", keys=True)
+            return read_page_info(body, "cdrs", keys=True, received=pager.received)
         except InvalidBodyError as strict:
             try:
                 tolerant = read_page_info_tolerant(body, "cdrs", keys=True)

@@ -89,14 +89,17 @@ def _metadata(meta: Any) -> tuple[int | None, str | None]:
     return raw_total, _as_str(meta.get("next_cursor")) or None
 
 
-def null_list_is_empty(is_null: bool, total: object) -> bool:
+def null_list_is_empty(is_null: bool, total: object, received: int = 0) -> bool:
     """Whether a list given as JSON `null` (not in the spec: some servers write an empty list so,
-    as Go does a nil slice) is read as an empty page: only when `metadata.total` says 0. With
-    any other total, or none, it stays a body to ask again: it could hide records."""
-    return is_null and type(total) is int and total == 0
+    as Go does a nil slice) is read as an empty page: only when `metadata.total` says no record
+    is left (0, or the `received` so far of a cursor walk). With any other total, or none, it
+    stays a body to ask again: it could hide records."""
+    return is_null and type(total) is int and total == received
 
 
-def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInfo:
+def read_page_info(
+    body: bytes, list_key: str, *, keys: bool = False, received: int = 0
+) -> PageInfo:
     """Read count, total and next_cursor (and the first/last record keys when `keys`).
 
     Raises InvalidBodyError (retriable) when the body is not JSON or lacks the list array.
@@ -114,7 +117,7 @@ def read_page_info(body: bytes, list_key: str, *, keys: bool = False) -> PageInf
     if isinstance(meta, simdjson.Object):
         total, cursor = _metadata(meta)
     if not isinstance(items, simdjson.Array):
-        if null_list_is_empty(list_key in doc and items is None, total):
+        if null_list_is_empty(list_key in doc and items is None, total, received):
             return PageInfo(0, total, cursor)
         raise InvalidBodyError(f"200 list body has no {list_key!r} array; retry later")
     count = len(items)

@@ -234,3 +234,29 @@ def test_a_server_handing_out_cursors_forever_fails_the_fetch_in_a_few_pages(ver
     # Each sub-window stops a page past its total (verified), or at twice it and ten pages:
     # far from the thousands of pages before.
     assert transport.pages < (2 * 2_000 // 100 + 100 if verify else 4 * 2_000 // 100 + 300)
+
+
+@pytest.mark.parametrize(
+    ("body", "received", "empty"),
+    [
+        (b'{"cdrs":null,"metadata":{"total":0}}', 0, True),
+        # The page after the last record of a cursor walk (the total received already).
+        (b'{"cdrs":null,"metadata":{"total":5,"next_cursor":"c2"}}', 5, True),
+        # Records could hide behind it: asked again.
+        (b'{"cdrs":null,"metadata":{"total":5}}', 4, False),
+        (b'{"cdrs":null,"metadata":{"total":0.0}}', 0, False),
+        (b'{"cdrs":null,"metadata":{}}', 0, False),
+        (b'{"cdrs":null}', 0, False),
+        (b'{"metadata":{"total":0}}', 0, False),
+    ],
+)
+def test_a_null_list_is_an_empty_page_only_when_no_record_is_left(
+    body: bytes, received: int, empty: bool
+) -> None:
+    if empty:
+        info = read_page_info(body, "cdrs", keys=True, received=received)
+        assert info.count == 0
+        assert info.first_id is None
+    else:
+        with pytest.raises(InvalidBodyError):
+            read_page_info(body, "cdrs", keys=True, received=received)
