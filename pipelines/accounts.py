@@ -23,6 +23,7 @@ from typing import Any
 
 from pipelines.kpi_settings import SettingsError, known_timezone
 from pipelines.preflight import SANDBOX, is_sandbox
+from pipelines.privacy_settings import shown_var
 
 ACCOUNTS_FILE_VAR = "CDRHOUSE_ACCOUNTS_FILE"
 BASE_URL_VAR = "CC_API_BASE_URL"
@@ -210,7 +211,7 @@ def _account(
         if problem is not None:
             raise SettingsError(f"{at}.base_url: {problem}")
     if require_keys and key_env is not None and not env.get(key_env):
-        raise SettingsError(f"{at}.api_key_env: the variable {key_env} is not set")
+        raise SettingsError(f"{at}.api_key_env: {shown_var(key_env)} is not set")
     pii_key_env = entry.get("pii_key_env", PII_KEY_VAR)
     if not isinstance(pii_key_env, str) or not ENV_NAME.fullmatch(pii_key_env):
         # Not echoed, as api_key_env: a key pasted here by mistake must not reach a log.

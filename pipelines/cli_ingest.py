@@ -133,6 +133,7 @@ def selected_accounts(env: Mapping[str, str], ids: Sequence[str]) -> tuple[Accou
     file, an unknown id, or a selected account whose key variable is unset is one line."""
     from pipelines.accounts import ACCOUNTS_FILE_VAR, accounts_from_env, select
     from pipelines.preflight import sandbox_extra_problem
+    from pipelines.privacy_settings import shown_var
     from pipelines.settings import SettingsError
 
     try:
@@ -145,7 +146,7 @@ def selected_accounts(env: Mapping[str, str], ids: Sequence[str]) -> tuple[Accou
         key_env = account.api_key_env
         if key_env is not None and not env.get(key_env):
             raise CliError(
-                f"{path}: account {account.id}: api_key_env: the variable {key_env} is not set"
+                f"{path}: account {account.id}: api_key_env: {shown_var(key_env)} is not set"
             )
         if account.is_sandbox:
             problem = sandbox_extra_problem(f"account {account.id} (base_url sandbox)")

@@ -149,10 +149,12 @@ def _tokens(
         var = _key_var(env, account)
         key = env.get(var, "")
         if not key:
+            from pipelines.privacy_settings import shown_var
+
             who = "" if account == "default" else f" (account {account})"
             raise CliError(
-                f"{var} is not set{who}: the token of a number is keyed by it; set it to the "
-                "key the lake was landed with, or give --token"
+                f"{shown_var(var)} is not set{who}: the token of a number is keyed by it; set "
+                "it to the key the lake was landed with, or give --token"
             )
         from pipelines.privacy_settings import key_problem
 

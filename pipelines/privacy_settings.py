@@ -16,6 +16,7 @@ API step fails with `NOT_CHOSEN_MESSAGE` (as without a data source), and `cdrhou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from warehouse.privacy import (
@@ -38,6 +39,7 @@ __all__ = [
     "phone_numbers_from_env",
     "privacy_policy",
     "privacy_problem",
+    "shown_var",
     "sms_bodies_from_env",
 ]
 PHONE_NUMBERS: tuple[PhoneNumbers, ...] = ("token", "raw")
@@ -48,6 +50,19 @@ MIN_KEY_BYTES = 16
 DEMO_PII_KEY = "cdrhouse-demo-key-not-a-secret"
 
 
+# A variable's name as names are usually written (CC_API_KEY_EMEA): shown in messages. Anything
+# else where a name is expected (an accounts file's `api_key_env`, `pii_key_env`) may be a key
+# pasted by mistake, letters and digits only, which no rule can tell from a name.
+_USUAL_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,15}){0,7}")
+
+
+def shown_var(name: str) -> str:
+    """`name` for a message, when it looks like a variable's name; else not shown."""
+    if _USUAL_NAME.fullmatch(name):
+        return name
+    return "the variable the accounts file names (not shown: it could be a key)"
+
+
 class PrivacySettingsError(ValueError):
     """A privacy variable holds a value cdrhouse cannot use (message: one line, no value)."""
 
@@ -55,6 +70,7 @@ class PrivacySettingsError(ValueError):
 def key_problem(key: str, key_var: str) -> str | None:
     """What is wrong with the key's own text (never shown), or None: bytes the environment
     could not decode as UTF-8, or fewer than `MIN_KEY_BYTES`."""
+    key_var = shown_var(key_var)
     try:
         size = len(key.encode("utf-8"))
     except UnicodeEncodeError:
@@ -68,6 +84,7 @@ def key_problem(key: str, key_var: str) -> str | None:
 
 
 def not_chosen_message(key_var: str = PII_KEY_VAR) -> str:
+    key_var = shown_var(key_var)
     return (
         f"callers' phone numbers: neither {PHONE_NUMBERS_VAR} nor {key_var} is set: set "
         f"{PHONE_NUMBERS_VAR}=token and {key_var} to a secret of at least {MIN_KEY_BYTES} bytes "
@@ -112,6 +129,9 @@ def privacy_problem(
     never the key), or None. `sandbox`: the source is the bundled sandbox, the only one the
     demo key may key (it is public: a real caller's token under it is reversed by keying
     every number). `api_key_var`: the variable of the API key, when the key is that secret."""
+    same_var = api_key_var == key_var
+    key_var = shown_var(key_var)
+    api_key_var = None if api_key_var is None else shown_var(api_key_var)
     if phone_numbers is None:
         if key:
             return (
@@ -137,7 +157,7 @@ def privacy_problem(
             "(the demo key keys only the bundled sandbox, CC_API_BASE_URL=sandbox)"
         )
     if api_key_var is not None and not sandbox:
-        same = "is also" if api_key_var == key_var else f"holds the same secret as {api_key_var},"
+        same = "is also" if same_var else f"holds the same secret as {api_key_var},"
         return (
             f"{key_var} {same} the API key's variable: whoever holds the API key could make "
             f"every token and reverse it; the tokens' key must be a secret of its own"

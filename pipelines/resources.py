@@ -42,6 +42,7 @@ from pipelines.privacy_settings import (
     PrivacySettingsError,
     privacy_policy,
     privacy_problem,
+    shown_var,
 )
 from pipelines.settings import DEFAULT_MAX_DAY_SHRINK
 from warehouse import kpi as k
@@ -173,7 +174,7 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             if isinstance(value, dg.EnvVar):
                 values[name] = value.get_value()
                 if values[name] is None:
-                    raise config_failure(f"the variable {value.env_var_name} is not set")
+                    raise config_failure(f"the variable {shown_var(value.env_var_name)} is not set")
         return type(self)(**values)
 
     @property
@@ -250,13 +251,13 @@ class ContactCenterResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def _for_account_privacy(self, message: str) -> str:
         if self.account_id == DEFAULT_ACCOUNT:
             return message
-        return f"account {self.account_id} (pii_key_env {self.pii_key_env}): {message}"
+        return f"account {self.account_id} (pii_key_env {shown_var(self.pii_key_env)}): {message}"
 
     def settings(self) -> ClientSettings:
         problem = source_problem(self.base_url, self.api_key)
         if problem is not None:
             if not self.is_default_account and problem == MISSING_KEY_MESSAGE:
-                problem = f"the variable {self.api_key_env} is not set; set it to a v4 API key"
+                problem = f"{shown_var(self.api_key_env or '')} is not set; set it to a v4 API key"
             raise config_failure(self.for_account(problem))
         if self.uses_sandbox:
             from connectors.sandbox.config import DEFAULT_API_KEY

@@ -23,7 +23,7 @@ import httpx
 import orjson
 from pydantic import BaseModel
 
-from connectors.contact_center.auth import BearerAuth, Redactor
+from connectors.contact_center.auth import REDACTED, BearerAuth, Redactor
 from connectors.contact_center.budget import ByteBudget
 from connectors.contact_center.endpoints import ENDPOINTS, Endpoint
 from connectors.contact_center.errors import (
@@ -312,6 +312,18 @@ class ClientCore:
         # byte order mark, which JSON readers may ignore (RFC 8259) but simdjson and msgspec
         # refuse, is dropped: every page of such a server failed as "non-JSON".
         body = b"".join(parts)
+        # A server that echoes the key in what it answers (a debug field of each record):
+        # replaced before any reader sees the body, so it never lands, whatever the status.
+        body, echoed = self._redact.body(body)
+        if echoed:
+            self.stats["key_echoed"] = self.stats.get("key_echoed", 0) + echoed
+            logger.warning(
+                "%s %s: the answer held the API key %d time(s), replaced by %s",
+                method,
+                path,
+                echoed,
+                REDACTED,
+            )
         response._content = body[3:] if body[:3] == b"\xef\xbb\xbf" else body
 
     async def _within(

@@ -285,8 +285,9 @@ class CursorPaginator(Paginator):
         super().validate(info)
         if info.next_cursor is not None and info.next_cursor in self._seen:
             raise PaginationError(
-                f"the server returned cursor {info.next_cursor[:16]}... twice; stopping to avoid "
-                "an endless loop"
+                # Not quoted: a server's cursor is opaque, and a hostile one could be the key.
+                f"the server returned the same cursor twice (after {self.pages} pages); "
+                "stopping to avoid an endless loop"
             )
         if self._overlaps(info):
             # Invalid-cursor fallback that did not continue where we were: ask again.

@@ -163,7 +163,11 @@ class ClientSettings(BaseModel):
     @classmethod
     def _check_key(cls, value: SecretStr) -> SecretStr:
         raw = value.get_secret_value()
-        if not raw or raw != raw.strip() or any(c in raw for c in "\r\n"):
-            # Never echo the key: say only what is wrong with it.
-            raise ValueError("api_key must be non-empty, without spaces or line breaks")
+        if not raw or raw != raw.strip() or any(c < " " or c == "\x7f" for c in raw):
+            # Never echo the key: say only what is wrong with it. A control character would
+            # be refused by the HTTP layer later, in an error quoting the header.
+            raise ValueError(
+                "api_key must be non-empty, without spaces at its ends, line breaks or other "
+                "control characters"
+            )
         return value

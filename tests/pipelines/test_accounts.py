@@ -209,3 +209,27 @@ def test_an_id_made_of_aliases_is_refused_at_once(tmp_path: Path) -> None:
     assert "accounts[0].id: expected a string" in message
     assert len(message) < 300
     assert time.monotonic() - began < 5
+
+
+# A key pasted where a variable's name goes: letters and digits, a valid name by the rules of
+# the shell, so only its shape tells it from a name.
+PASTED = "SKLIVEsecretABCDEFGH1234567890"
+
+
+def test_a_key_pasted_as_a_variable_name_is_never_echoed(tmp_path: Path) -> None:
+    from pipelines.privacy_settings import privacy_problem
+
+    env = _file(tmp_path, THREE.replace("api_key_env: CC_API_KEY_APAC", f"api_key_env: {PASTED}"))
+    message = _error(env)
+    assert "accounts[1] (apac).api_key_env" in message
+    assert "not shown" in message
+    assert PASTED not in message
+    for key_var in (PASTED, "AKIAIOSFODNN7EXAMPLE", "cc_key_lower"):
+        for choice, key in ((None, ""), ("token", ""), ("token", "short"), (None, "x" * 20)):
+            problem = privacy_problem(choice, key, key_var, api_key_var=key_var)
+            assert problem is not None
+            assert key_var not in problem, problem
+    # A name written as names are is shown, as before.
+    problem = privacy_problem("token", "", "CC_PII_KEY_EMEA")
+    assert problem is not None
+    assert "CC_PII_KEY_EMEA is not set" in problem
