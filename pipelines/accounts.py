@@ -23,7 +23,7 @@ from typing import Any
 
 from pipelines.kpi_settings import SettingsError, known_timezone
 from pipelines.preflight import SANDBOX, is_sandbox
-from pipelines.privacy_settings import shown_var
+from pipelines.privacy_settings import shown_var, usual_var
 
 ACCOUNTS_FILE_VAR = "CDRHOUSE_ACCOUNTS_FILE"
 BASE_URL_VAR = "CC_API_BASE_URL"
@@ -32,7 +32,12 @@ TIMEZONE_VAR = "CDRHOUSE_TIMEZONE"
 DEFAULT_ACCOUNT = "default"
 # Part of every row and lake path: lower-case, so a path never differs from the id by case.
 ACCOUNT_ID = re.compile(r"[a-z0-9_]{1,63}")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Why a key variable's name is refused (the value is never shown).
+NOT_A_NAME = (
+    "not shown, and not taken: give the NAME of the variable, in capitals, digits and "
+    "underscores, each part at most 16 characters (e.g. CC_API_KEY_EMEA): a value of another "
+    "shape could be a key pasted by mistake"
+)
 FIELDS = ("id", "base_url", "api_key_env", "timezone", "pii_key_env")
 # The variable holding the key of the callers' tokens (pipelines.privacy_settings.PII_KEY_VAR).
 PII_KEY_VAR = "CDRHOUSE_PII_KEY"
@@ -200,12 +205,10 @@ def _account(
     sandbox = is_sandbox(base_url)
     if key_env is None and not sandbox:
         raise SettingsError(f"{at}.api_key_env: missing; the variable that holds its API key")
-    if key_env is not None and (not isinstance(key_env, str) or not ENV_NAME.fullmatch(key_env)):
-        # Not echoed: a key pasted here by mistake must not reach a log.
-        raise SettingsError(
-            f"{at}.api_key_env: not a variable name; give the NAME of the variable holding "
-            "the key, never the key"
-        )
+    if key_env is not None and (not isinstance(key_env, str) or not usual_var(key_env)):
+        # Not echoed, nor kept (Dagster stores a resource's variable names): a key pasted here
+        # by mistake must reach no log and no store.
+        raise SettingsError(f"{at}.api_key_env: {NOT_A_NAME}, never the key")
     if not sandbox:
         problem = _url_problem(base_url.strip())
         if problem is not None:
@@ -213,12 +216,9 @@ def _account(
     if require_keys and key_env is not None and not env.get(key_env):
         raise SettingsError(f"{at}.api_key_env: {shown_var(key_env)} is not set")
     pii_key_env = entry.get("pii_key_env", PII_KEY_VAR)
-    if not isinstance(pii_key_env, str) or not ENV_NAME.fullmatch(pii_key_env):
-        # Not echoed, as api_key_env: a key pasted here by mistake must not reach a log.
-        raise SettingsError(
-            f"{at}.pii_key_env: not a variable name; give the NAME of the variable holding "
-            "the tokens' key, never the key"
-        )
+    if not isinstance(pii_key_env, str) or not usual_var(pii_key_env):
+        # Not echoed, nor kept, as api_key_env.
+        raise SettingsError(f"{at}.pii_key_env: {NOT_A_NAME}, never the tokens' key")
     zone = entry.get("timezone", default_zone)
     if not isinstance(zone, str):
         raise SettingsError(f"{at}.timezone: expected a string, an IANA time zone name")

@@ -41,6 +41,7 @@ __all__ = [
     "privacy_problem",
     "shown_var",
     "sms_bodies_from_env",
+    "usual_var",
 ]
 PHONE_NUMBERS: tuple[PhoneNumbers, ...] = ("token", "raw")
 SMS_BODIES: tuple[SmsBodies, ...] = ("drop", "keep")
@@ -56,9 +57,13 @@ DEMO_PII_KEY = "cdrhouse-demo-key-not-a-secret"
 _USUAL_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,15}){0,7}")
 
 
+def usual_var(name: str) -> bool:
+    return _USUAL_NAME.fullmatch(name) is not None
+
+
 def shown_var(name: str) -> str:
     """`name` for a message, when it looks like a variable's name; else not shown."""
-    if _USUAL_NAME.fullmatch(name):
+    if usual_var(name):
         return name
     return "the variable the accounts file names (not shown: it could be a key)"
 
