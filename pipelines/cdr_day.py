@@ -45,7 +45,7 @@ from pipelines.resources import ContactCenterResource
 from pipelines.settings import DEFAULT_MAX_DAY_SHRINK
 from warehouse.decode import decode_page_counted, narrow, with_decoded
 from warehouse.erasure import erase_partition
-from warehouse.lake import Lake, PartitionWriter
+from warehouse.lake import Lake, PartitionWriter, PublishGroup
 from warehouse.normalize import NormalizedTables, normalize_decoded
 from warehouse.privacy import (
     FORGOTTEN,
@@ -465,11 +465,18 @@ def _take_and(fn: Callable[[T], R], box: list[T]) -> R:
 
 @contextmanager
 def _table_writers(
-    lake: Lake, key: str, tables: Collection[str], source: str | None, key_check: str | None
+    lake: Lake,
+    key: str,
+    tables: Collection[str],
+    source: str | None,
+    key_check: str | None,
+    group: PublishGroup,
 ) -> Iterator[dict[str, PartitionWriter]]:
     with ExitStack() as stack:
         yield {
-            t: stack.enter_context(lake.writer(t, key, source=source, key_check=key_check))
+            t: stack.enter_context(
+                lake.writer(t, key, source=source, key_check=key_check, group=group)
+            )
             for t in tables
         }
 
@@ -545,9 +552,13 @@ def land_day(
     # fetches; a step retry used to mend that, an interrupted `cdrhouse ingest` no longer
     # retries), and so does another run's publish of the day (`Lake.publishing`).
     publishing = ExitStack()
-    with publishing, lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check) as raw:
+    # Every file of the day is published at the group's exit, after the writers': one that
+    # fails puts the others back (`PublishGroup`).
+    group = PublishGroup(lake)
+    raw_writer = lake.writer(RAW_CDRS, key, source=source, key_check=privacy.key_check, group=group)
+    with publishing, group, raw_writer as raw:
         try:
-            with _table_writers(lake, key, tables, source, privacy.key_check) as writers:
+            with _table_writers(lake, key, tables, source, privacy.key_check, group) as writers:
                 day = DayWriter(raw, writers, checks, stats, privacy=pz)
 
                 def receive(frame: pl.DataFrame) -> None:
@@ -619,8 +630,13 @@ def renormalize_day(
     stats = DayStats()
     checks = DayChecks(partition, max_shrink=max_shrink)
     publishing = ExitStack()  # as in `land_day`: exited once every table is published
+    group = PublishGroup(lake)
     try:
-        with publishing, _table_writers(lake, key, tables, source, privacy.key_check) as writers:
+        with (
+            publishing,
+            group,
+            _table_writers(lake, key, tables, source, privacy.key_check, group) as writers,
+        ):
             # The records were rewritten when they landed; the typed values follow them (and
             # the forget-list, if it grew since).
             pz = Pseudonymizer.for_lake(privacy, lake, landed=True)

@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import logging
 import re
 import shutil
 import time
@@ -79,6 +80,7 @@ from warehouse.stores import (
     root_from_uri,
 )
 
+_LOG = logging.getLogger(__name__)
 MARKER_FILE = "_cdrhouse_lake.json"
 # The account's business-day zone as its last landing was configured (the accounts file):
 # read by whoever builds views over the lake, so a day's local date does not depend on which
@@ -358,6 +360,8 @@ class PartitionWriter:
     free_text: frozenset[str] = frozenset()  # no dictionary, no statistics (TableSpec)
     unique: frozenset[str] = frozenset()  # no dictionary (TableSpec.unique_columns)
     key_claim: str | None = None  # the key check of the tokens it holds (KEY_MARKER_FILE)
+    # Published with the other files of its group, at the group's exit (`PublishGroup`).
+    group: PublishGroup | None = None
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
@@ -429,10 +433,63 @@ class PartitionWriter:
                 self.lake.claim(self.claim)  # the first partition claims the lake
             if self.key_claim is not None:
                 self.lake.claim_key(self.key_claim)  # and the first with tokens, their key
+            if self.group is not None:
+                self.group.files.append((self.tmp, self.rel))
+                return
             self.lake.store.publish(self.tmp, self.rel)
         except BaseException:
             self.tmp.unlink(missing_ok=True)
             raise
+
+
+@dataclass
+class PublishGroup:
+    """Partitions published as one (a day's `raw_cdrs` and typed tables; a snapshot's tables):
+    each writer's file waits for the group's exit, then all are renamed into place. If one of
+    those fails (a full disk, a refused rename, an object store's error), the files already
+    replaced get their previous versions back and new ones go: a failure never leaves a day's
+    tables from two fetches. (A process killed between two renames still can: SIGINT and
+    SIGTERM are held meanwhile, SIGKILL cannot be.)"""
+
+    lake: Lake
+    files: list[tuple[Path, str]] = field(default_factory=list)
+
+    def __enter__(self) -> PublishGroup:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        files, self.files = self.files, []
+        if exc_type is not None:
+            for tmp, _ in files:
+                tmp.unlink(missing_ok=True)
+            return
+        store = self.lake.store
+        done: list[tuple[str, str | None]] = []  # each file published: rel, its previous kept
+        try:
+            for tmp, rel in files:
+                done.append((rel, store.keep(rel)))
+                store.publish(tmp, rel)
+        except BaseException:
+            for tmp, _ in files:
+                tmp.unlink(missing_ok=True)
+            for rel, kept in reversed(done):
+                try:
+                    if kept is None:
+                        store.delete(rel)
+                    else:
+                        store.put_back(kept, rel)
+                except Exception:  # the first error is the one to raise
+                    _LOG.exception("could not put the previous version of %s back", rel)
+            raise
+        for _, kept in done:
+            if kept is not None:
+                with contextlib.suppress(Exception):
+                    store.drop_kept(kept)
 
 
 class Lake:
@@ -804,12 +861,14 @@ class Lake:
         *,
         source: str | None = None,
         key_check: str | None = None,
+        group: PublishGroup | None = None,
     ) -> PartitionWriter:
         """A context manager writing one partition atomically; schema defaults to the spec's.
 
         `source` is where the rows came from; a lake holding another source's data refuses it
         here, before anything is written. Derived tables pass None and inherit the lake's.
         `key_check`: the tokens' key's check (`META_KEY_CHECK`), for a partition holding tokens.
+        `group`: published with the group's other files, at its exit (`PublishGroup`).
         """
         rel = self._rel(table, key)
         schema, drop = self._schema(table, schema)
@@ -830,7 +889,7 @@ class Lake:
         free_text = spec.free_text_columns if spec is not None else frozenset()
         unique = spec.unique_columns if spec is not None else frozenset()
         return PartitionWriter(
-            self, rel, tmp, schema, drop, claim, free_text, unique, key_claim=key_check
+            self, rel, tmp, schema, drop, claim, free_text, unique, key_claim=key_check, group=group
         )
 
     def write(
@@ -857,11 +916,11 @@ class Lake:
         snapshot's tables (`users` and its bridge tables) never mix two readings. A table
         without a spec (the `agg_*` tables) is written in its frame's own schema."""
         publishing = contextlib.ExitStack()
-        with publishing, contextlib.ExitStack() as writers:
+        with publishing, PublishGroup(self) as group, contextlib.ExitStack() as writers:
             for table, frame in frames.items():
                 schema = None if table in TABLES else frame.schema
-                writer = writers.enter_context(self.writer(table, key, schema, source=source))
-                writer.write(frame)
+                writer = self.writer(table, key, schema, source=source, group=group)
+                writers.enter_context(writer).write(frame)
             publishing.enter_context(self.publishing(key))  # until the last one is published
 
     @contextlib.contextmanager

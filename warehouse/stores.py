@@ -39,6 +39,8 @@ PART_FILE = "part-0.parquet"
 # An account's sub-lake, under the lake root (`warehouse.lake.Lake.account`).
 ACCOUNT_DIR_PREFIX = "account_id="
 TMP_DIR = "_tmp"
+# A published file's previous version, kept while the rest of its group is published.
+UNDO_PREFIX = "undo-"
 # A lake's publish locks (`Lake.publishing`): one empty file per partition key, never deleted
 # while the lake is in use (a name another process may hold).
 LOCK_DIR = "_locks"
@@ -460,6 +462,30 @@ class LocalStore:
         tmp.replace(final)
         _fsync_dir(final.parent)
 
+    def keep(self, rel: str) -> str | None:
+        """A second name, under the temp folder, for the file at `rel` (a hard link: no bytes
+        copied), so a publish over it can be undone (`put_back`); None if there is none."""
+        kept = f"{TMP_DIR}/{UNDO_PREFIX}{uuid.uuid4().hex}/{Path(rel).name}"
+        folder = (self.root / kept).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.get(rel, self.root / kept):
+                return kept
+        except BaseException:  # not readable: the group stops before replacing it
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        folder.rmdir()
+        return None
+
+    def put_back(self, kept: str, rel: str) -> None:
+        """The file `keep` kept, at `rel` again (atomically)."""
+        (self.root / kept).replace(self.root / rel)
+        _fsync_dir((self.root / rel).parent)
+        self.drop_kept(kept)
+
+    def drop_kept(self, kept: str) -> None:
+        shutil.rmtree((self.root / kept).parent, ignore_errors=True)
+
     def delete(self, rel: str) -> bool:
         path = self.root / rel
         if not path.exists():
@@ -686,6 +712,24 @@ class ObjectStore:
             self.fs.put_file(str(tmp), self._p(rel))
         finally:
             tmp.unlink(missing_ok=True)
+
+    def keep(self, rel: str) -> str | None:
+        """A copy of the object at `rel` under the lake's temp prefix (server-side: no bytes
+        through this process), so a publish over it can be undone; None if there is none."""
+        kept = f"{TMP_DIR}/{UNDO_PREFIX}{uuid.uuid4().hex}/{Path(rel).name}"
+        try:
+            self.fs.copy(self._p(rel), self._p(kept))
+        except FileNotFoundError:
+            return None
+        return kept
+
+    def put_back(self, kept: str, rel: str) -> None:
+        self.fs.copy(self._p(kept), self._p(rel))
+        self.drop_kept(kept)
+
+    def drop_kept(self, kept: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(self._p(kept))
 
     def delete(self, rel: str) -> bool:
         if not self.exists(rel):

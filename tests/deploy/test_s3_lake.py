@@ -35,7 +35,7 @@ from tests.support.processes import stop_process
 from tests.support.served import serve_sandbox
 from tests.support.sms_records import decoded_page, sms_record
 from warehouse.decode import narrow
-from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict
+from warehouse.lake import MARKER_FILE, Lake, LakeSourceConflict, PublishGroup
 from warehouse.normalize import normalize_decoded
 
 DAY = dt.date(2026, 11, 20)
@@ -156,6 +156,35 @@ def test_failed_write_leaves_the_previous_object_and_nothing_else(
     assert back is not None
     assert back["id"].to_list() == ["old1", "old2"]
     assert multipart_uploads(s3, new_bucket) == []
+
+
+def test_a_group_whose_publish_fails_midway_puts_the_replaced_object_back(
+    aws, s3: MotoS3, new_bucket: str
+) -> None:
+    """A day's files are published as one (`PublishGroup`): a failure on one puts back the
+    objects already replaced, from their copies kept on the store (server-side)."""
+    lake = Lake(f"s3://{new_bucket}/lake")
+    lake.write("raw_cdrs", KEY, raw_frame(["old1", "old2"]), source="sandbox:7")
+    before = set(s3.keys(new_bucket))
+    group = PublishGroup(lake)
+    with lake.writer("raw_cdrs", KEY, group=group) as w:
+        w.write(raw_frame(["new1"]))
+    # Published second: its spooled file is gone (a cleanup of a full disk, say).
+    group.files.append((lake.store.spool_dir() / "gone.parquet", "cdrs/date=x/p.parquet"))
+    with pytest.raises(FileNotFoundError):
+        group.__exit__(None, None, None)
+    assert set(s3.keys(new_bucket)) == before
+    back = lake.read("raw_cdrs", KEY)
+    assert back is not None
+    assert back["id"].to_list() == ["old1", "old2"]
+
+    # Published whole: the new version, and no kept copy left.
+    with PublishGroup(lake) as group, lake.writer("raw_cdrs", KEY, group=group) as w:
+        w.write(raw_frame(["new1"]))
+    assert set(s3.keys(new_bucket)) == before
+    again = lake.read("raw_cdrs", KEY)
+    assert again is not None
+    assert again["id"].to_list() == ["new1"]
 
 
 def test_a_stale_multipart_upload_of_the_key_is_aborted_when_it_is_rewritten(

@@ -461,3 +461,30 @@ def test_a_damaged_zone_file_is_not_used_and_the_next_landing_replaces_it(
     lake.record_zone("Australia/Sydney")
     assert lake.zone() == "Australia/Sydney"
     assert not list((tmp_path / "lake").rglob("record-*"))  # no spool file left in the lake
+
+
+def test_a_family_whose_publish_fails_midway_gets_its_replaced_files_back(tmp_path) -> None:
+    # Each file was renamed into place as its writer finished: a rename refused midway (a full
+    # disk, a read-only folder, an object store's error) left the tables published before it
+    # from the new reading and the rest from the old, for good.
+    lake = Lake(str(tmp_path))
+    key = "snapshot_date=2026-11-20"
+    at = dt.datetime(2026, 11, 20, 1, tzinfo=dt.UTC)
+    first = [{"id": "u-1", "name": "Ada", "teams": [{"id": 1, "name": "Sales"}]}]
+    lake.write_together(key, users_frames(first, [], at), source="test")
+    files = {
+        p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in tmp_path.glob(f"*/{key}/*")
+    }
+    assert len(files) >= 2
+    # The users partition's folder is now a file: its publish, the last of the family's, fails.
+    shutil.rmtree(tmp_path / "users" / key)
+    (tmp_path / "users" / key).write_text("in the way")
+
+    second = users_frames([{"id": "u-2", "teams": [{"id": 2, "name": "Care"}]}], [], at)
+    with pytest.raises(OSError):  # the platform's own error for the path
+        lake.write_together(key, second, source="test")
+    for rel, content in files.items():
+        if not rel.startswith("users/"):
+            assert (tmp_path / rel).read_bytes() == content, rel
+    assert (tmp_path / "users" / key).read_text() == "in the way"
+    assert list((tmp_path / "_tmp").iterdir()) == []
