@@ -23,7 +23,7 @@ from typing import Any
 
 from pipelines.kpi_settings import SettingsError, known_timezone
 from pipelines.preflight import SANDBOX, is_sandbox
-from pipelines.privacy_settings import shown_var, usual_var
+from pipelines.varnames import shown_var, usual_var
 
 ACCOUNTS_FILE_VAR = "CDRHOUSE_ACCOUNTS_FILE"
 BASE_URL_VAR = "CC_API_BASE_URL"

@@ -133,8 +133,8 @@ def selected_accounts(env: Mapping[str, str], ids: Sequence[str]) -> tuple[Accou
     file, an unknown id, or a selected account whose key variable is unset is one line."""
     from pipelines.accounts import ACCOUNTS_FILE_VAR, accounts_from_env, select
     from pipelines.preflight import sandbox_extra_problem
-    from pipelines.privacy_settings import shown_var
     from pipelines.settings import SettingsError
+    from pipelines.varnames import shown_var
 
     try:
         # Keys are checked for the selected accounts only: `--account emea` needs no APAC key.

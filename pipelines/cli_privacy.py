@@ -149,7 +149,7 @@ def _tokens(
         var = _key_var(env, account)
         key = env.get(var, "")
         if not key:
-            from pipelines.privacy_settings import shown_var
+            from pipelines.varnames import shown_var
 
             who = "" if account == "default" else f" (account {account})"
             raise CliError(

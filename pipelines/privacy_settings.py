@@ -16,9 +16,9 @@ API step fails with `NOT_CHOSEN_MESSAGE` (as without a data source), and `cdrhou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from pipelines.varnames import shown_var
 from warehouse.privacy import (
     PHONE_NUMBERS_VAR,
     PII_KEY_VAR,
@@ -39,9 +39,7 @@ __all__ = [
     "phone_numbers_from_env",
     "privacy_policy",
     "privacy_problem",
-    "shown_var",
     "sms_bodies_from_env",
-    "usual_var",
 ]
 PHONE_NUMBERS: tuple[PhoneNumbers, ...] = ("token", "raw")
 SMS_BODIES: tuple[SmsBodies, ...] = ("drop", "keep")
@@ -49,23 +47,6 @@ SMS_BODIES: tuple[SmsBodies, ...] = ("drop", "keep")
 MIN_KEY_BYTES = 16
 # What `make demo`, `make dev` and `cdrhouse demo` key the sandbox's tokens with: not a secret.
 DEMO_PII_KEY = "cdrhouse-demo-key-not-a-secret"
-
-
-# A variable's name as names are usually written (CC_API_KEY_EMEA): shown in messages. Anything
-# else where a name is expected (an accounts file's `api_key_env`, `pii_key_env`) may be a key
-# pasted by mistake, letters and digits only, which no rule can tell from a name.
-_USUAL_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,15}){0,7}")
-
-
-def usual_var(name: str) -> bool:
-    return _USUAL_NAME.fullmatch(name) is not None
-
-
-def shown_var(name: str) -> str:
-    """`name` for a message, when it looks like a variable's name; else not shown."""
-    if usual_var(name):
-        return name
-    return "the variable the accounts file names (not shown: it could be a key)"
 
 
 class PrivacySettingsError(ValueError):

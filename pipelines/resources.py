@@ -42,9 +42,9 @@ from pipelines.privacy_settings import (
     PrivacySettingsError,
     privacy_policy,
     privacy_problem,
-    shown_var,
 )
 from pipelines.settings import DEFAULT_MAX_DAY_SHRINK
+from pipelines.varnames import shown_var
 from warehouse import kpi as k
 from warehouse.kpi import KpiSettings
 from warehouse.lake import DEFAULT_ACCOUNT, Lake
